@@ -1,0 +1,1 @@
+//! neardup-core: near-duplicate detection kernels (pure Rust, no Python).
