@@ -1,1 +1,2 @@
 //! neardup-core: near-duplicate detection kernels (pure Rust, no Python).
+pub mod allpairs;

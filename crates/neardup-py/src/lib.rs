@@ -1,6 +1,10 @@
+//! neardup-core: near-duplicate detection kernels (pure Rust, no Python).
 use pyo3::prelude::*;
 
+mod allpairs;
+
 #[pymodule]
-fn _core(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    allpairs::register(m)?;
     Ok(())
 }
