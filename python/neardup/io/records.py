@@ -1,0 +1,144 @@
+"""Field options and the checks every input record passes before it enters the pipeline."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+
+from neardup.io.errors import RecordError
+
+__all__ = ["Fields", "Limits", "Checked", "check_record", "parse_time"]
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Which input fields hold what. Every other field is carried through untouched."""
+
+    id: str = "id"
+    text: str = "text"
+    title: str | None = None
+    time: str | None = "published_at"
+    source: str | None = "source"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits: a text over ``max_chars`` characters is a bad record, not a slow run."""
+
+    max_chars: int = 5_000_000
+
+
+@dataclass(frozen=True)
+class Checked:
+    id: str | int
+    key: str  # the id as a string, for ordering and duplicate checks
+    text: str  # what is fingerprinted: the title (if any), a newline, then the text
+    time: float  # seconds since the epoch (UTC); NaN when missing
+    source: str | None
+
+
+_FORMATS = (
+    "%d-%b-%Y %H:%M:%S.%f",  # Reuters-21578: 26-FEB-1987 15:10:44.60
+    "%d-%b-%Y %H:%M:%S",
+    "%Y/%m/%d %H:%M:%S",
+    "%d/%m/%Y %H:%M:%S",
+    "%Y/%m/%d",
+)
+
+
+def parse_time(value) -> float:
+    """Seconds since the epoch for a number, an ISO 8601 string, an RFC 2822 date or one of
+    a few common layouts (naive times are taken as UTC). Raises ValueError otherwise."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a time")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a time")
+        return float(value)
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return math.nan
+        dt = None
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            for fmt in _FORMATS:
+                try:
+                    dt = datetime.strptime(s, fmt)
+                    break
+                except ValueError:
+                    continue
+            if dt is None:
+                try:
+                    dt = parsedate_to_datetime(s)
+                except (TypeError, ValueError, IndexError):
+                    dt = None
+        if dt is None:
+            raise ValueError(f"cannot parse {value!r} as a time (use ISO 8601 or epoch seconds)")
+    else:
+        raise ValueError(f"expected a string or a number, got {type(value).__name__}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def _is_valid_unicode(s: str) -> bool:
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: int) -> Checked:
+    """Validate one parsed record; raise :class:`RecordError` naming file, line and field."""
+    if fields.id not in rec or rec[fields.id] is None:
+        raise RecordError(path, recno, "missing id", field=fields.id)
+    rid = rec[fields.id]
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        raise RecordError(path, recno, f"id must be a string or an integer, got {type(rid).__name__}", field=fields.id)
+    key = rid if isinstance(rid, str) else str(rid)
+    if not key.strip():
+        raise RecordError(path, recno, "id is empty", field=fields.id)
+    if fields.text not in rec:
+        raise RecordError(path, recno, "missing text", field=fields.text)
+    text = rec[fields.text]
+    if not isinstance(text, str):
+        got = "null" if text is None else type(text).__name__
+        raise RecordError(path, recno, f"text must be a string, got {got}", field=fields.text)
+    if fields.title is not None:
+        title = rec.get(fields.title)
+        if title is not None and not isinstance(title, str):
+            raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
+        if title:
+            text = f"{title}\n{text}"
+    if len(text) > limits.max_chars:
+        raise RecordError(
+            path,
+            recno,
+            f"text has {len(text):,} characters, over the limit of {limits.max_chars:,} (--max-chars)",
+            field=fields.text,
+        )
+    if not text.strip():
+        raise RecordError(path, recno, "text is empty", field=fields.text)
+    if not _is_valid_unicode(text):
+        raise RecordError(path, recno, "text is not valid Unicode (lone surrogate)", field=fields.text)
+    t = math.nan
+    if fields.time is not None:
+        try:
+            t = parse_time(rec.get(fields.time))
+        except ValueError as exc:
+            raise RecordError(path, recno, str(exc), field=fields.time) from None
+    source = None
+    if fields.source is not None:
+        s = rec.get(fields.source)
+        source = None if s is None else str(s)
+    return Checked(rid, key, text, t, source)
