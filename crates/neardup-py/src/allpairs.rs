@@ -121,5 +121,25 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_allpairs_verify, m)?)?;
     m.add_function(wrap_pyfunction!(_allpairs_self_join, m)?)?;
     m.add_function(wrap_pyfunction!(_allpairs_hamming, m)?)?;
-    Ok(())
+    register_exact(m)
+}
+
+/// exact_keys(texts: list[str], threads=None) -> (keys uint64 (n,), ntokens uint64 (n,))
+#[pyfunction]
+#[pyo3(signature = (texts, threads=None))]
+fn _exact_keys<'py>(
+    py: Python<'py>,
+    texts: Vec<String>,
+    threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    let n = texts.len();
+    let mut keys = vec![0u64; n];
+    let mut ntok = vec![0u64; n];
+    py.detach(|| in_pool(threads, || neardup_core::exactkey::exact_keys(&texts, &mut keys, &mut ntok)))?;
+    Ok((keys.into_pyarray(py), ntok.into_pyarray(py)))
+}
+
+/// Adds the exact-pass kernel to the `_core` module.
+pub fn register_exact(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_exact_keys, m)?)
 }

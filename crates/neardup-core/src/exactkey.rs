@@ -1,0 +1,65 @@
+//! Keys of the exact pass: a 64-bit hash of a document's normalised word tokens.
+//!
+//! Two texts get the same key when they have the same word tokens (NFKC, lower-case, runs of
+//! Unicode `\w`, as [`crate::tokenize::Unit::Word`] defines them) in the same order: copies
+//! that differ only in case, spacing and punctuation. A text without any token gets the token
+//! count 0 (its key means nothing and must not be grouped).
+use crate::tokenize::{tokenize, TokenStream, Unit};
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// Seed of the key hash (distinct from shingle hashing, so keys never look like shingle ids).
+pub const KEY_SEED: u64 = 0x6e65_6172_6475_7021;
+
+thread_local! {
+    static STREAM: RefCell<TokenStream> = RefCell::new(TokenStream::default());
+}
+
+/// (key, number of tokens) of one text.
+pub fn exact_key(text: &str) -> (u64, u64) {
+    STREAM.with(|cell| {
+        let mut ts = cell.borrow_mut();
+        tokenize(Unit::Word, text, None, &mut ts);
+        let n = ts.len() as u64;
+        (xxhash_rust::xxh3::xxh3_64_with_seed(ts.text.as_bytes(), KEY_SEED), n)
+    })
+}
+
+/// Keys and token counts of many texts, in parallel (same answer for any thread count).
+pub fn exact_keys<S: AsRef<str> + Sync>(texts: &[S], keys: &mut [u64], ntokens: &mut [u64]) {
+    keys.par_iter_mut()
+        .zip(ntokens.par_iter_mut())
+        .zip(texts.par_iter())
+        .with_min_len(64)
+        .for_each(|((k, n), t)| {
+            let (kk, nn) = exact_key(t.as_ref());
+            *k = kk;
+            *n = nn;
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn case_spacing_punctuation_do_not_matter() {
+        let a = exact_key("Heavy rain is likely over coastal Karnataka.");
+        let b = exact_key("  heavy   RAIN is likely -- over coastal karnataka ");
+        let c = exact_key("heavy rain is likely over coastal goa");
+        assert_eq!(a, b);
+        assert_ne!(a.0, c.0);
+        assert_eq!(a.1, 7);
+        assert_eq!(exact_key("... !!").1, 0);
+    }
+
+    #[test]
+    fn batch_matches_single() {
+        let texts = vec!["a b c"; 1000];
+        let mut k = vec![0; 1000];
+        let mut n = vec![0; 1000];
+        exact_keys(&texts, &mut k, &mut n);
+        assert!(k.iter().all(|&x| x == exact_key("a b c").0));
+        assert!(n.iter().all(|&x| x == 3));
+    }
+}
