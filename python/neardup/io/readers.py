@@ -64,7 +64,8 @@ def _open_binary(path: str) -> IO[bytes]:
         raise InputFileError(f"{path}: cannot open: {exc.strerror or exc}") from exc
     lower = path.lower()
     if lower.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        raw.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
     if lower.endswith(".zst") or lower.endswith(".zstd"):
         try:
             import zstandard
@@ -77,29 +78,28 @@ def _open_binary(path: str) -> IO[bytes]:
 
 def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
     """Parse one JSONL line into a dict, or describe why it cannot be."""
+    if _orjson is not None:
+        try:
+            obj = _orjson.loads(line)
+        except ValueError:
+            obj = _slow_parse(path, recno, line)  # a clear message, or what json accepts
+    else:
+        obj = _slow_parse(path, recno, line)
+    if isinstance(obj, RecordError) or isinstance(obj, dict):
+        return obj
+    return RecordError(path, recno, f"expected a JSON object, got {type(obj).__name__}")
+
+
+def _slow_parse(path: str, recno: int, line: bytes):
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         bad = line[exc.start : exc.start + 1]
         return RecordError(path, recno, f"not valid UTF-8 (byte 0x{bad.hex()} at column {exc.start + 1})")
     try:
-        obj = _orjson.loads(line) if _orjson is not None else json.loads(text)
+        return json.loads(text)
     except ValueError as exc:
-        msg = str(exc).split("\n")[0]
-        if _orjson is not None:  # re-parse with the standard library for its clearer message
-            try:
-                json.loads(text)
-            except ValueError as exc2:
-                msg = str(exc2)
-            else:  # orjson is stricter (lone surrogates): accept what json accepts
-                obj = json.loads(text)
-                return obj if isinstance(obj, dict) else RecordError(
-                    path, recno, f"expected a JSON object, got {type(obj).__name__}"
-                )
-        return RecordError(path, recno, f"malformed JSON: {msg}")
-    if not isinstance(obj, dict):
-        return RecordError(path, recno, f"expected a JSON object, got {type(obj).__name__}")
-    return obj
+        return RecordError(path, recno, f"malformed JSON: {exc}")
 
 
 class Source:

@@ -47,7 +47,25 @@ _FORMATS = (
 )
 
 
+_EPOCH = datetime(1970, 1, 1)
+_cache: dict[str, float] = {}
+
+
 def parse_time(value) -> float:
+    """Like :func:`_parse_time`, with a small cache for repeated strings (many records share
+    a publish time)."""
+    if isinstance(value, str):
+        t = _cache.get(value)
+        if t is None:
+            t = _parse_time(value)
+            if len(_cache) > 65536:
+                _cache.clear()
+            _cache[value] = t
+        return t
+    return _parse_time(value)
+
+
+def _parse_time(value) -> float:
     """Seconds since the epoch for a number, an ISO 8601 string, an RFC 2822 date or one of
     a few common layouts (naive times are taken as UTC). Raises ValueError otherwise."""
     if value is None:
@@ -83,9 +101,9 @@ def parse_time(value) -> float:
             raise ValueError(f"cannot parse {value!r} as a time (use ISO 8601 or epoch seconds)")
     else:
         raise ValueError(f"expected a string or a number, got {type(value).__name__}")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
+    if dt.tzinfo is None:  # naive: taken as UTC
+        return (dt - _EPOCH).total_seconds()
+    return dt.astimezone(timezone.utc).timestamp()
 
 
 def _is_valid_unicode(s: str) -> bool:
