@@ -128,7 +128,7 @@ class JsonlSource(Source):
             recno = 0
             for recno, line in enumerate(f, 1):  # noqa: B007
                 yield recno, line
-        except (OSError, EOFError) as exc:
+        except Exception as exc:  # OSError, EOFError, BadGzipFile, zstandard.ZstdError, ...
             raise InputFileError(f"{self.name}: read error after line {recno}: {exc}") from exc
         finally:
             f.close()
