@@ -42,7 +42,6 @@ CASES = [
     (b'{"id": "x", "text": "caf\xe9 au lait"}', None, "not valid UTF-8 (byte 0xe9"),
     (b'{"id": "x", "text": "lone \\ud800 surrogate"}', "text", "lone surrogate"),
     (b'{"id": "a", "text": "a second document with the same id"}', "id", "duplicate id 'a' (first at"),
-    (b'{"id": "x", "text": "words", "published_at": "not a date"}', "published_at", "cannot parse"),
 ]
 
 
@@ -198,3 +197,14 @@ def test_bad_options_are_usage_errors(tmp_path, capsys):
         main(["dedup", "--no-such-option"])
     assert e.value.code == 2
     assert main(["dedup", str(path)]) == 2  # -o is required with inputs
+
+
+def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
+    recs = [dict(GOOD[0], published_at="27-MAR-1987 00:02:59.13&#5;&#5;&#5;RM"),
+            dict(GOOD[1], published_at="2026-07-12T09:00:00Z"), GOOD[2]]
+    res = neardup.dedup(recs)
+    assert res.report["skipped"] == 0 and res.report["documents"] == 3
+    assert res.report["unreadable_times"] == 1
+    (bad,) = res.report["unreadable_time_records"]
+    assert bad["line"] == 1 and bad["field"] == "published_at" and "cannot parse" in bad["reason"]
+    assert res.clusters[0]["keeper"] == "b"  # the record with a readable time wins

@@ -36,6 +36,7 @@ class Checked:
     text: str  # what is fingerprinted: the title (if any), a newline, then the text
     time: float  # seconds since the epoch (UTC); NaN when missing
     source: str | None
+    time_error: str | None = None  # why the time field could not be read (it counts as missing)
 
 
 _FORMATS = (
@@ -150,13 +151,16 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
     if not _is_valid_unicode(text):
         raise RecordError(path, recno, "text is not valid Unicode (lone surrogate)", field=fields.text)
     t = math.nan
+    time_error = None
     if fields.time is not None:
         try:
             t = parse_time(rec.get(fields.time))
         except ValueError as exc:
-            raise RecordError(path, recno, str(exc), field=fields.time) from None
+            # A bad time does not make the text unusable: the record is kept, its time counts
+            # as missing for the keeper rule, and the run report lists it.
+            time_error = str(exc)
     source = None
     if fields.source is not None:
         s = rec.get(fields.source)
         source = None if s is None else str(s)
-    return Checked(rid, key, text, t, source)
+    return Checked(rid, key, text, t, source, time_error)

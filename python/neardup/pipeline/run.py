@@ -123,6 +123,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     docs = _Docs()
     skipped: list[dict] = []
     n_skipped = 0
+    bad_times: list[dict] = []  # unreadable times: kept as missing, listed here
+    n_bad_times = 0
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
     signer = _Signer(opts)
     first_of: dict[int, int] = {}  # exact key -> first document with it
@@ -192,6 +194,10 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                 except RecordError as err:
                     fail(err, src_i)
                     continue
+                if c.time_error is not None:
+                    n_bad_times += 1
+                    if len(bad_times) < MAX_SKIPPED_LISTED:
+                        bad_times.append({"file": src.name, "line": recno, "field": fields.time, "reason": c.time_error})
                 prev = docs.where.get(c.key)
                 if prev is not None:
                     fail(
@@ -361,6 +367,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         "skipped_records": skipped,
         "skipped_listed_max": MAX_SKIPPED_LISTED,
         "no_token_documents": no_tokens,
+        "unreadable_times": n_bad_times,
+        "unreadable_time_records": bad_times,
         "exact_groups": exact_groups,
         "exact_copies_removed": int(len(exact_dups)),
         "signatures": int(len(sig_doc)),
