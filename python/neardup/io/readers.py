@@ -123,11 +123,23 @@ class JsonlSource(Source):
         self.name = display or path
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes) of every line; read in 4 MiB blocks (much faster than readline)."""
         f = _open_binary(self.path)
+        recno = 0
         try:
-            recno = 0
-            for recno, line in enumerate(f, 1):  # noqa: B007
-                yield recno, line
+            rest = b""
+            while True:
+                block = f.read(1 << 22)
+                if not block:
+                    break
+                lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+                rest = lines.pop()
+                for line in lines:
+                    recno += 1
+                    yield recno, line
+            if rest:
+                recno += 1
+                yield recno, rest
         except Exception as exc:  # OSError, EOFError, BadGzipFile, zstandard.ZstdError, ...
             raise InputFileError(f"{self.name}: read error after line {recno}: {exc}") from exc
         finally:

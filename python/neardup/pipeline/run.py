@@ -65,7 +65,7 @@ class _Docs:
         self.sources: list[str | None] = []
         self.src: list[int] = []
         self.recno: list[int] = []
-        self.where: dict[str, tuple[str, int]] = {}
+        self.where: dict[str, int] = {}  # id -> document index (duplicate check)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -185,41 +185,47 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                 batch_texts.clear()
                 batch_docs.clear()
 
+            name = src.name
+            where = docs.where
+            ids_append, keys_append = docs.ids.append, docs.keys.append
+            times_append, sources_append = docs.times.append, docs.sources.append
+            src_append, recno_append = docs.src.append, docs.recno.append
+            texts_append, bdocs_append = batch_texts.append, batch_docs.append
+            batch_size = opts.batch_size
+            d = len(docs)
+            n_before = d
             for recno, rec in src.records():
-                if isinstance(rec, RecordError):
+                if type(rec) is not dict:
                     fail(rec, src_i)
                     continue
                 try:
-                    c = check_record(rec, fields, limits, src.name, recno)
+                    c = check_record(rec, fields, limits, name, recno)
                 except RecordError as err:
                     fail(err, src_i)
+                    continue
+                key = c.key
+                prev = where.get(key)
+                if prev is not None:
+                    fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
+                                     f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id), src_i)
                     continue
                 if c.time_error is not None:
                     n_bad_times += 1
                     if len(bad_times) < MAX_SKIPPED_LISTED:
-                        bad_times.append({"file": src.name, "line": recno, "field": fields.time, "reason": c.time_error})
-                prev = docs.where.get(c.key)
-                if prev is not None:
-                    fail(
-                        RecordError(
-                            src.name, recno, f"duplicate id {c.key!r} (first at {prev[0]}:{prev[1]})", field=fields.id
-                        ),
-                        src_i,
-                    )
-                    continue
-                d = len(docs)
-                docs.where[c.key] = (src.name, recno)
-                docs.ids.append(c.id)
-                docs.keys.append(c.key)
-                docs.times.append(c.time)
-                docs.sources.append(c.source)
-                docs.src.append(src_i)
-                docs.recno.append(recno)
-                per_input[src_i]["records"] += 1
-                batch_texts.append(c.text)
-                batch_docs.append(d)
-                if len(batch_texts) >= opts.batch_size:
+                        bad_times.append({"file": name, "line": recno, "field": fields.time, "reason": c.time_error})
+                where[key] = d
+                ids_append(c.id)
+                keys_append(key)
+                times_append(c.time)
+                sources_append(c.source)
+                src_append(src_i)
+                recno_append(recno)
+                texts_append(c.text)
+                bdocs_append(d)
+                d += 1
+                if len(batch_texts) >= batch_size:
                     flush()
+            per_input[src_i]["records"] = d - n_before
             flush()
         st_read.count = len(docs)
     if bar is not None:
