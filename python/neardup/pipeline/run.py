@@ -445,16 +445,21 @@ def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: _Signer, fiel
             texts.clear()
             slots.clear()
 
+    bar = _progress(opts.progress, "verify: re-read candidates", total=len(set_docs))
     for s_i, src_obj in enumerate(sources):
         if masks[s_i] is None:
             continue
         for recno, rec_obj in src_obj.records(masks[s_i]):
+            if bar is not None:
+                bar.update(1)
             c = check_record(rec_obj, fields, limits, src_obj.name, recno)
             texts.append(c.text)
             slots.append(slot[(s_i, recno)])
             if len(texts) >= opts.batch_size:
                 flush()
     flush()
+    if bar is not None:
+        bar.close()
     missing = [i for i, h in enumerate(out) if h is None]
     if missing:
         raise RuntimeError(f"{len(missing)} candidate documents could not be read again (did an input change?)")
@@ -475,9 +480,10 @@ def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupRe
     return ["clusters.jsonl", "pairs.jsonl", kept_name]
 
 
-def _kept_records(sources, docs, kept_mask, alternates):
-    """(source index, recno, record dict or raw JSON line, alternates) for each kept record."""
+def _kept_records(sources, docs, kept_mask, alternates, progress=False):
+    """(record dict or raw JSON line, alternates) for each kept record, in input order."""
     kept = np.flatnonzero(kept_mask)
+    bar = _progress(progress, "write kept records", total=len(kept))
     masks = _wanted_masks(docs, kept, len(sources))
     src = np.asarray(docs.src, dtype=np.int64)
     rec = np.asarray(docs.recno, dtype=np.int64)
@@ -488,7 +494,11 @@ def _kept_records(sources, docs, kept_mask, alternates):
         it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
         for recno, obj in it:
             d = doc_at.get((s_i, recno))
+            if bar is not None:
+                bar.update(1)
             yield obj, (alternates[d] if d is not None else [])
+    if bar is not None:
+        bar.close()
 
 
 _ALT = b'"alternates"'
@@ -496,10 +506,10 @@ _ALT = b'"alternates"'
 
 def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, docs, kept_mask, alternates)
+        _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts)
         return
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
                 line = obj.rstrip()
                 if line.endswith(b"}") and _ALT not in line:
@@ -513,7 +523,7 @@ def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
             f.write(b"\n")
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts) -> None:
     import json
 
     import pyarrow as pa
@@ -535,7 +545,7 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
         rows.clear()
 
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
                 obj = json.loads(obj)
             obj["alternates"] = [str(a) for a in alts]
