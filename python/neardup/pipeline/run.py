@@ -146,6 +146,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # ---- pass 1: scan, exact pass, signatures -------------------------------------------
     t_exact = 0.0
     t_sig = 0.0
+    c_exact = 0.0
+    c_sig = 0.0
     bar = _progress(opts.progress, "scan + signatures")
     with log.stage("read") as st_read:
         t_read0 = time.perf_counter()
@@ -154,10 +156,11 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             batch_docs: list[int] = []
 
             def flush() -> None:
-                nonlocal t_exact, t_sig, no_tokens
+                nonlocal t_exact, t_sig, c_exact, c_sig, no_tokens
                 if not batch_texts:
                     return
                 t0 = time.perf_counter()
+                c0 = time.process_time()
                 keys, ntok = _exact_keys(batch_texts, opts.threads)
                 rep = np.empty(len(keys), dtype=np.int64)
                 new_rows: list[int] = []
@@ -174,12 +177,15 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                 exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
                 rep_of_parts.append(rep)
                 t1 = time.perf_counter()
+                c1 = time.process_time()
                 t_exact += t1 - t0
+                c_exact += c1 - c0
                 if new_rows:
                     sig = signer.batch([batch_texts[i] for i in new_rows])
                     sig_parts.append(sig)
                     sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
                 t_sig += time.perf_counter() - t1
+                c_sig += time.process_time() - c1
                 if bar is not None:
                     bar.update(len(batch_texts))
                 batch_texts.clear()
@@ -232,9 +238,11 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         bar.close()
     read_stage = log.stages[-1]
     read_stage.seconds = max(0.0, read_stage.seconds - t_exact - t_sig)
+    read_stage.cpu_seconds = max(0.0, (read_stage.cpu_seconds or 0.0) - c_exact - c_sig)
     read_stage.note = "parse and check records"
-    log.stages.append(type(read_stage)("exact", t_exact, None, "normalise and hash; group identical texts", peak_rss_mb()))
-    log.stages.append(type(read_stage)("signatures", t_sig, None, "", peak_rss_mb()))
+    Stage = type(read_stage)
+    log.stages.append(Stage("exact", t_exact, None, c_exact, "normalise and hash; group identical texts", peak_rss_mb()))
+    log.stages.append(Stage("signatures", t_sig, None, c_sig, "", peak_rss_mb()))
     docs.where = {}  # no longer needed: free it
 
     n = len(docs)
@@ -509,18 +517,58 @@ def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
         _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts)
         return
     with atomic_open(path, "wb") as f:
+        if all(isinstance(s, JsonlSource) for s in sources):
+            _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts)
+            return
         for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
-                line = obj.rstrip()
-                if line.endswith(b"}") and _ALT not in line:
-                    f.write(line[:-1] + b',"alternates":' + dumps(alts).encode("utf-8") + b"}\n")
-                    continue
-                import json
-
-                obj = json.loads(line)
+                obj = _with_alternates(obj, dumps(alts).encode("utf-8"))
+                f.write(obj)
+                f.write(b"\n")
+                continue
             obj["alternates"] = alts
             f.write(dumps(obj).encode("utf-8"))
             f.write(b"\n")
+
+
+def _with_alternates(line: bytes, alts_json: bytes) -> bytes:
+    """The JSON object `line` with an "alternates" field: the original bytes are kept and the
+    field added before the closing brace; a line that already has the field is re-encoded."""
+    line = line.rstrip()
+    if line.endswith(b"}") and _ALT not in line:
+        return line[:-1] + b',"alternates":' + alts_json + b"}"
+    import json
+
+    obj = json.loads(line)
+    obj["alternates"] = json.loads(alts_json)
+    return dumps(obj).encode("utf-8")
+
+
+def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts) -> None:
+    """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
+    kept = np.flatnonzero(kept_mask)
+    masks = _wanted_masks(docs, kept, len(sources))
+    src = np.asarray(docs.src, dtype=np.int64)
+    rec = np.asarray(docs.recno, dtype=np.int64)
+    bar = _progress(opts.progress, "write kept records", total=len(kept))
+    for s_i, s in enumerate(sources):
+        m = masks[s_i]
+        if m is None:
+            continue
+        alt = {int(rec[d]): dumps(a).encode("utf-8") for d, a in alternates.items() if src[d] == s_i}
+        empty = b"[]"
+        for start, lines in s.blocks():
+            sel = m[start : start + len(lines)]
+            idx = np.flatnonzero(sel).tolist()
+            if not idx:
+                continue
+            out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
+            out.append(b"")
+            f.write(b"\n".join(out))
+            if bar is not None:
+                bar.update(len(idx))
+    if bar is not None:
+        bar.close()
 
 
 def _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts) -> None:
