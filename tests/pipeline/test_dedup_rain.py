@@ -209,3 +209,25 @@ def test_exact_pass_only_groups_equal_normalised_text():
     # documents without any word are never grouped, not even with each other
     assert {c["keeper"] for c in res.clusters} == {"1"}
     assert res.clusters[0]["members"][0]["id"] == "2"
+
+
+def test_parquet_timestamps_and_binary_fields(tmp_path, rain):
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = dt.datetime(2026, 7, 12, 6, 0, tzinfo=dt.timezone.utc)
+    rows = []
+    for i, r in enumerate(rain):
+        r = dict(r)
+        # the agency story is published last here, so a site copy becomes the keeper
+        r["published_at"] = base + dt.timedelta(minutes=(100 if r["id"] == "agency-001" else i))
+        r["blob"] = bytes([i, 255])
+        rows.append(r)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "r.parquet")
+    res = neardup.dedup(str(tmp_path / "r.parquet"), tmp_path / "o")
+    assert res.clusters[0]["keeper"] == "site-a-417"
+    kept = read_jsonl(tmp_path / "o" / "kept.jsonl")
+    assert [k["id"] for k in kept] == ["site-a-417", "site-c-310", "site-e-058"]
+    assert "agency-001" in kept[0]["alternates"]

@@ -76,6 +76,10 @@ def summary_text(report: dict) -> str:
             f"- LSH: {lsh['bands']} bands x {lsh['rows']} rows; P(candidate) at J={r['options']['threshold']}: "
             f"{lsh['p_at_threshold']:.3f}; {r['candidates']:,} candidate pairs"
         )
+        lines.append(
+            "    S-curve P(candidate): "
+            + "  ".join(f"{p['similarity']:.2f}:{p['p_candidate']:.3f}" for p in lsh["curve"])
+        )
     else:
         lines.append(
             f"- signatures: SimHash 64-bit, {r['signatures']:,} documents; {r['candidates']:,} candidate pairs "
