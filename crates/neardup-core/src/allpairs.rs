@@ -421,23 +421,3 @@ mod tests {
         }
     }
 }
-#[cfg(test)]
-mod timing {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn time_self_join() {
-        let mut s = 1u64;
-        let mut data = Vec::new();
-        let mut offs = vec![0usize];
-        for _ in 0..20000 {
-            let mut v: Vec<u64> = (0..100).map(|_| { s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); s }).collect();
-            v.sort_unstable();
-            data.extend(v);
-            offs.push(data.len());
-        }
-        let t = std::time::Instant::now();
-        let r = self_join(Csr::new(&data, &offs).unwrap(), 0.8).unwrap();
-        eprintln!("{} pairs in {:?}", r.len(), t.elapsed());
-    }
-}
