@@ -1,4 +1,11 @@
-"""neardup: near-duplicate detection for text."""
+"""neardup: near-duplicate detection for text.
+
+normalise → exact-hash pass → word shingles → MinHash signatures (or 64-bit SimHash) →
+LSH bands → exact check of every candidate → union-find clusters → one keeper per cluster.
+The kernels run in Rust (``neardup._core``); this package is the Python front.
+"""
+
+from neardup import lsh
 from neardup.errors import (
     InputTypeError,
     InternalError,
@@ -6,5 +13,29 @@ from neardup.errors import (
     InvalidParameterError,
     NeardupError,
 )
+from neardup.graph import UnionFind, connected_components
+from neardup.measures import containment, jaccard
+from neardup.minhash import MinHash, estimate_jaccard
+from neardup.shingle import ENGLISH_STOPWORDS, Shingler
+from neardup.simhash import SimHash, hamming
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "ENGLISH_STOPWORDS",
+    "InputTypeError",
+    "InternalError",
+    "InvalidInputError",
+    "InvalidParameterError",
+    "MinHash",
+    "NeardupError",
+    "Shingler",
+    "SimHash",
+    "UnionFind",
+    "connected_components",
+    "containment",
+    "estimate_jaccard",
+    "hamming",
+    "jaccard",
+    "lsh",
+]

@@ -1,1 +1,21 @@
 //! neardup-core: near-duplicate detection kernels (pure Rust, no Python).
+//!
+//! text → [`tokenize`] → [`shingle`] ids → [`minhash`] signatures or [`simhash`]
+//! fingerprints → [`lsh`] band keys → candidates → [`measures`] exact check →
+//! [`unionfind`] clusters. [`batch`] runs the per-document kernels over many documents
+//! on a rayon pool; results never depend on the number of threads.
+
+pub mod batch;
+pub mod error;
+pub mod hash;
+pub mod lsh;
+pub mod measures;
+pub mod minhash;
+pub mod normalize;
+pub mod shingle;
+pub mod simhash;
+pub mod stopwords;
+pub mod tokenize;
+pub mod unionfind;
+
+pub use error::{Error, Result};

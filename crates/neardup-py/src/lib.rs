@@ -1,6 +1,35 @@
+//! `neardup._core`: a thin PyO3 layer over neardup-core. Conversion, GIL release and error
+//! mapping live here; every algorithm lives in the core crate.
+
+mod convert;
+mod errors;
+mod functions;
+mod minhash;
+mod shingler;
+
 use pyo3::prelude::*;
 
 #[pymodule]
-fn _core(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<shingler::PyShingler>()?;
+    m.add_class::<minhash::PyMinHasher>()?;
+    m.add_class::<functions::PyUnionFind>()?;
+    m.add_function(wrap_pyfunction!(functions::jaccard, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::containment, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::estimate_jaccard_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::simhash_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::simhash_fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::simhash_from_weighted, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::candidate_probability, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::optimal_params, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::params_for_recall, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::false_positive_area, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::false_negative_area, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::band_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::candidate_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::connected_components, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::simd_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::_panic_for_tests, m)?)?;
+    m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;
     Ok(())
 }

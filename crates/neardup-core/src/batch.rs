@@ -1,0 +1,91 @@
+//! Batch forms of the per-document kernels, run on a rayon pool.
+//!
+//! Each document's output depends only on that document, and rows are written to fixed
+//! positions, so results are identical for any number of threads.
+
+use crate::minhash::MinHasher;
+use crate::shingle::Shingler;
+use rayon::prelude::*;
+use rayon::{ThreadPool, ThreadPoolBuilder};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Run `f` on a pool of `threads` workers (None: rayon's global pool, one per core).
+/// Pools are built once per size and reused: building one costs more than a small batch.
+pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> crate::Result<R> {
+    match threads {
+        None => Ok(f()),
+        Some(0) => crate::error::param("threads must be at least 1 (or None for all cores)"),
+        Some(t) => {
+            static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+            let pool = {
+                let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+                match pools.get(&t) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p = Arc::new(ThreadPoolBuilder::new().num_threads(t).build().map_err(|e| {
+                            crate::Error::InvalidParameter(format!("cannot start {t} threads: {e}"))
+                        })?);
+                        pools.insert(t, p.clone());
+                        p
+                    }
+                }
+            };
+            Ok(pool.install(f))
+        }
+    }
+}
+
+/// Signatures of many texts into a row-major n x num_perm buffer.
+pub fn signatures<S: AsRef<str> + Sync>(mh: &MinHasher, shingler: &Shingler, texts: &[S], out: &mut [u32]) {
+    let k = mh.num_perm();
+    assert_eq!(out.len(), texts.len() * k);
+    out.par_chunks_mut(k)
+        .zip(texts.par_iter())
+        .with_min_len(8)
+        .for_each(|(row, t)| mh.from_text(shingler, t.as_ref(), row));
+}
+
+/// SimHash fingerprints of many texts.
+pub fn fingerprints<S: AsRef<str> + Sync>(shingler: &Shingler, texts: &[S], out: &mut [u64]) {
+    assert_eq!(out.len(), texts.len());
+    out.par_iter_mut()
+        .zip(texts.par_iter())
+        .with_min_len(8)
+        .for_each(|(o, t)| *o = crate::simhash::fingerprint(shingler, t.as_ref()));
+}
+
+/// Sorted distinct shingle ids of many texts.
+pub fn hashes<S: AsRef<str> + Sync>(shingler: &Shingler, texts: &[S]) -> Vec<Vec<u64>> {
+    texts.par_iter().with_min_len(8).map(|t| shingler.hashes(t.as_ref())).collect()
+}
+
+/// Band keys of a row-major n x num_perm signature matrix into an n x b matrix.
+pub fn band_keys(sigs: &[u32], num_perm: usize, b: usize, r: usize, out: &mut [u64]) {
+    let n = sigs.len() / num_perm;
+    assert_eq!(out.len(), n * b);
+    out.par_chunks_mut(b)
+        .zip(sigs.par_chunks(num_perm))
+        .with_min_len(64)
+        .for_each(|(keys, sig)| crate::lsh::band_keys(sig, b, r, keys));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::ShingleHash;
+    use crate::tokenize::Unit;
+
+    #[test]
+    fn thread_count_invariance() {
+        let sh = Shingler::new(3, Unit::Word, ShingleHash::Xxh3, 0).unwrap();
+        let mh = MinHasher::multiply_shift(64, 5).unwrap();
+        let texts: Vec<String> = (0..200).map(|i| format!("doc {i} about rain {} and more words here", i % 7)).collect();
+        let mut one = vec![0u32; 200 * 64];
+        with_threads(Some(1), || signatures(&mh, &sh, &texts, &mut one)).unwrap();
+        let mut two = vec![0u32; 200 * 64];
+        with_threads(Some(2), || signatures(&mh, &sh, &texts, &mut two)).unwrap();
+        assert_eq!(one, two);
+        assert!(with_threads(Some(0), || ()).is_err());
+    }
+}

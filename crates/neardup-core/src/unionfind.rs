@@ -1,0 +1,104 @@
+//! Union-find (disjoint sets) with path halving and union by size, and connected
+//! components labelled by their smallest member, so labels never depend on pair order.
+
+#[derive(Debug, Clone)]
+pub struct UnionFind {
+    parent: Vec<u32>,
+    size: Vec<u32>,
+}
+
+impl UnionFind {
+    pub fn new(n: usize) -> Self {
+        assert!(n <= u32::MAX as usize, "union-find holds at most 2^32 - 1 nodes");
+        UnionFind { parent: (0..n as u32).collect(), size: vec![1; n] }
+    }
+
+    pub fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parent.is_empty()
+    }
+
+    /// Grow to `n` nodes (new nodes are singletons); used by incremental indexes.
+    pub fn grow(&mut self, n: usize) {
+        let old = self.parent.len();
+        if n > old {
+            self.parent.extend(old as u32..n as u32);
+            self.size.resize(n, 1);
+        }
+    }
+
+    pub fn find(&mut self, mut x: u32) -> u32 {
+        while self.parent[x as usize] != x {
+            let p = self.parent[x as usize];
+            self.parent[x as usize] = self.parent[p as usize];
+            x = p;
+        }
+        x
+    }
+
+    /// Merge the sets of a and b; true when they were apart.
+    pub fn union(&mut self, a: u32, b: u32) -> bool {
+        let (mut ra, mut rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return false;
+        }
+        if self.size[ra as usize] < self.size[rb as usize] {
+            std::mem::swap(&mut ra, &mut rb);
+        }
+        self.parent[rb as usize] = ra;
+        self.size[ra as usize] += self.size[rb as usize];
+        true
+    }
+
+    /// Label of every node: the smallest node index in its set.
+    pub fn labels(&mut self) -> Vec<u32> {
+        let n = self.parent.len();
+        let mut smallest = vec![u32::MAX; n];
+        for x in 0..n as u32 {
+            let r = self.find(x) as usize;
+            if smallest[r] == u32::MAX {
+                smallest[r] = x; // x ascends, so the first seen is the smallest
+            }
+        }
+        (0..n as u32).map(|x| smallest[self.find(x) as usize]).collect()
+    }
+}
+
+/// Connected components of `n` nodes under `pairs`; errors name the first bad pair.
+pub fn connected_components(n: usize, pairs: &[(u32, u32)]) -> crate::Result<Vec<u32>> {
+    let mut uf = UnionFind::new(n);
+    for (i, &(a, b)) in pairs.iter().enumerate() {
+        if a as usize >= n || b as usize >= n {
+            return Err(crate::Error::InvalidInput {
+                index: Some(i),
+                message: format!("pair {i} = ({a}, {b}) names a node outside 0..{n}"),
+            });
+        }
+        uf.union(a, b);
+    }
+    Ok(uf.labels())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn components() {
+        let labels = connected_components(6, &[(4, 2), (2, 5), (1, 0)]).unwrap();
+        assert_eq!(labels, [0, 0, 2, 3, 2, 2]);
+        assert!(connected_components(2, &[(0, 2)]).is_err());
+    }
+
+    #[test]
+    fn grow_keeps_sets() {
+        let mut uf = UnionFind::new(2);
+        uf.union(0, 1);
+        uf.grow(4);
+        uf.union(3, 1);
+        assert_eq!(uf.labels(), [0, 0, 2, 0]);
+    }
+}

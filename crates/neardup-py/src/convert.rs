@@ -1,0 +1,110 @@
+//! Python inputs to Rust slices, without copying text where that can be avoided.
+
+use crate::errors::{param_err, raise};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+/// Strings of a batch, borrowed from the Python objects that `_owners` keeps alive.
+/// `str` objects are immutable and hold their UTF-8 form for their lifetime, so the
+/// borrowed slices stay valid while the GIL is released.
+pub struct Texts<'py> {
+    _owners: Vec<Bound<'py, PyString>>,
+}
+
+impl<'py> Texts<'py> {
+    pub fn extract(texts: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let py = texts.py();
+        if texts.is_instance_of::<PyString>() || texts.is_instance_of::<PyBytes>() {
+            return Err(raise(
+                py,
+                "InputTypeError",
+                format!(
+                    "expected a list of str, got a single {}: wrap it in a list",
+                    texts.get_type().name()?
+                ),
+                None,
+            ));
+        }
+        let iter = texts.try_iter().map_err(|_| {
+            let tn = texts.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            raise(py, "InputTypeError", format!("expected a list of str, got {tn}"), None)
+        })?;
+        let mut owners = Vec::with_capacity(texts.len().unwrap_or(0));
+        for (i, item) in iter.enumerate() {
+            let item = item?;
+            owners.push(one(&item, Some(i))?);
+        }
+        Ok(Texts { _owners: owners })
+    }
+
+    pub fn strs(&self) -> PyResult<Vec<&str>> {
+        self._owners
+            .iter()
+            .enumerate()
+            .map(|(i, s)| utf8(s, Some(i)))
+            .collect()
+    }
+}
+
+/// One `str` argument (item `index` of a batch, when it is one).
+pub fn one<'py>(item: &Bound<'py, PyAny>, index: Option<usize>) -> PyResult<Bound<'py, PyString>> {
+    match item.cast::<PyString>() {
+        Ok(s) => Ok(s.clone()),
+        Err(_) => {
+            let py = item.py();
+            let tn = item.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
+            Err(raise(py, "InputTypeError", format!("{at}expected str, got {tn}"), index))
+        }
+    }
+}
+
+/// The UTF-8 of a str; a lone surrogate (not encodable) is reported with its index.
+pub fn utf8<'a>(s: &'a Bound<'_, PyString>, index: Option<usize>) -> PyResult<&'a str> {
+    let py = s.py();
+    let text = s.to_str().map_err(|e| {
+        let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
+        raise(
+            py,
+            "InvalidInputError",
+            format!("{at}text is not valid Unicode (it holds a lone surrogate): {e}"),
+            index,
+        )
+    })?;
+    if text.len() > u32::MAX as usize {
+        let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
+        return Err(raise(py, "InvalidInputError", format!("{at}text is larger than 4 GiB"), index));
+    }
+    Ok(text)
+}
+
+/// `threads=None` means all cores; anything else must be a positive count.
+pub fn threads(py: Python<'_>, threads: Option<i64>) -> PyResult<Option<usize>> {
+    match threads {
+        None => Ok(None),
+        Some(t) if t >= 1 => Ok(Some(t as usize)),
+        Some(t) => Err(param_err(py, format!("threads must be a positive integer or None, got {t}"))),
+    }
+}
+
+/// Strings of an Arrow string array given as (offsets, data) buffers, zero-copy.
+/// Offsets are validated before any slice is taken.
+pub fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
+    let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
+    for i in 0..offsets.len().saturating_sub(1) {
+        let (s, e) = (offsets[i], offsets[i + 1]);
+        if s < 0 || e < s || e as usize > data.len() {
+            return Err(raise(
+                py,
+                "InvalidInputError",
+                format!("item {i}: Arrow offsets {s}..{e} fall outside the {}-byte data buffer", data.len()),
+                Some(i),
+            ));
+        }
+        let t = std::str::from_utf8(&data[s as usize..e as usize]).map_err(|err| {
+            raise(py, "InvalidInputError", format!("item {i}: not valid UTF-8: {err}"), Some(i))
+        })?;
+        out.push(t);
+    }
+    Ok(out)
+}

@@ -1,0 +1,247 @@
+//! Module-level functions: SimHash, exact measures, LSH arithmetic, graphs.
+
+use crate::convert::{one, utf8, Texts};
+use crate::errors::{detached, param_err, raise, to_py};
+use crate::shingler::PyShingler;
+use neardup_core::{batch, lsh, measures, simhash, unionfind};
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+fn sorted_ids<'a>(py: Python<'_>, a: &'a PyReadonlyArray1<'_, u64>, name: &str) -> PyResult<&'a [u64]> {
+    let s = a
+        .as_slice()
+        .map_err(|_| param_err(py, format!("{name} must be a contiguous uint64 array")))?;
+    if !measures::is_sorted_distinct(s) {
+        return Err(raise(
+            py,
+            "InvalidInputError",
+            format!("{name} must be sorted and distinct (as Shingler.hashes returns)"),
+            None,
+        ));
+    }
+    Ok(s)
+}
+
+#[pyfunction]
+pub fn jaccard(py: Python<'_>, a: PyReadonlyArray1<'_, u64>, b: PyReadonlyArray1<'_, u64>) -> PyResult<f64> {
+    Ok(measures::jaccard(sorted_ids(py, &a, "h1")?, sorted_ids(py, &b, "h2")?))
+}
+
+#[pyfunction]
+pub fn containment(py: Python<'_>, a: PyReadonlyArray1<'_, u64>, b: PyReadonlyArray1<'_, u64>) -> PyResult<f64> {
+    Ok(measures::containment(sorted_ids(py, &a, "h1")?, sorted_ids(py, &b, "h2")?))
+}
+
+#[pyfunction]
+pub fn estimate_jaccard_rows<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, u32>,
+    b: PyReadonlyArray2<'py, u32>,
+) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let (aa, bb) = (a.as_array(), b.as_array());
+    if aa.shape() != bb.shape() {
+        return Err(param_err(py, format!("signature shapes differ: {:?} vs {:?}", aa.shape(), bb.shape())));
+    }
+    let out: Vec<f64> = aa
+        .outer_iter()
+        .zip(bb.outer_iter())
+        .map(|(x, y)| {
+            let n = x.len();
+            if n == 0 {
+                0.0
+            } else {
+                x.iter().zip(y.iter()).filter(|(p, q)| p == q).count() as f64 / n as f64
+            }
+        })
+        .collect();
+    Ok(PyArray1::from_vec(py, out))
+}
+
+#[pyfunction]
+pub fn simhash_fingerprint(py: Python<'_>, shingler: &PyShingler, text: &Bound<'_, PyAny>) -> PyResult<u64> {
+    let s = one(text, None)?;
+    let t = utf8(&s, None)?;
+    detached(py, || Ok(simhash::fingerprint(&shingler.inner, t)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (shingler, texts, threads=None))]
+pub fn simhash_fingerprints<'py>(
+    py: Python<'py>,
+    shingler: &PyShingler,
+    texts: &Bound<'py, PyAny>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let owned = Texts::extract(texts)?;
+    let strs = owned.strs()?;
+    let t = crate::convert::threads(py, threads)?;
+    let mut out = vec![0u64; strs.len()];
+    detached(py, || batch::with_threads(t, || batch::fingerprints(&shingler.inner, &strs, &mut out)))?;
+    Ok(PyArray1::from_vec(py, out))
+}
+
+#[pyfunction]
+pub fn simhash_from_weighted(py: Python<'_>, ids: PyReadonlyArray1<'_, u64>, weights: PyReadonlyArray1<'_, u32>) -> PyResult<u64> {
+    let (i, w) = (ids.as_array(), weights.as_array());
+    if i.len() != w.len() {
+        return Err(param_err(py, format!("ids ({}) and weights ({}) differ in length", i.len(), w.len())));
+    }
+    let (i, w): (Vec<u64>, Vec<u32>) = (i.iter().copied().collect(), w.iter().copied().collect());
+    Ok(simhash::fingerprint_weighted(&i, &w))
+}
+
+#[pyfunction]
+pub fn candidate_probability(s: f64, b: u32, r: u32) -> f64 {
+    lsh::candidate_probability(s, b, r)
+}
+
+#[pyfunction]
+pub fn optimal_params(py: Python<'_>, threshold: f64, num_perm: u32, fp_weight: f64, fn_weight: f64) -> PyResult<(u32, u32)> {
+    detached(py, || lsh::optimal_params(threshold, num_perm, fp_weight, fn_weight))
+}
+
+#[pyfunction]
+pub fn params_for_recall(py: Python<'_>, threshold: f64, num_perm: u32, recall: f64) -> PyResult<(u32, u32)> {
+    lsh::params_for_recall(threshold, num_perm, recall).map_err(|e| to_py(py, e))
+}
+
+#[pyfunction]
+pub fn false_positive_area(threshold: f64, b: u32, r: u32) -> f64 {
+    lsh::false_positive_area(threshold, b, r)
+}
+
+#[pyfunction]
+pub fn false_negative_area(threshold: f64, b: u32, r: u32) -> f64 {
+    lsh::false_negative_area(threshold, b, r)
+}
+
+#[pyfunction]
+#[pyo3(signature = (signatures, b, r, threads=None))]
+pub fn band_keys<'py>(
+    py: Python<'py>,
+    signatures: PyReadonlyArray2<'py, u32>,
+    b: usize,
+    r: usize,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let arr = signatures.as_array();
+    let (n, k) = (arr.shape()[0], arr.shape()[1]);
+    lsh::check_bands(k, b, r).map_err(|e| to_py(py, e))?;
+    let owned;
+    let sigs: &[u32] = match signatures.as_slice() {
+        Ok(s) => s,
+        Err(_) => {
+            owned = arr.iter().copied().collect::<Vec<u32>>();
+            &owned
+        }
+    };
+    let t = crate::convert::threads(py, threads)?;
+    let mut out = vec![0u64; n * b];
+    detached(py, || batch::with_threads(t, || batch::band_keys(sigs, k, b, r, &mut out)))?;
+    Ok(Array2::from_shape_vec((n, b), out).expect("n * b keys").into_pyarray(py))
+}
+
+fn pairs_matrix<'py>(py: Python<'py>, pairs: Vec<(u32, u32)>) -> Bound<'py, PyArray2<u32>> {
+    let m = pairs.len();
+    let flat: Vec<u32> = pairs.into_iter().flat_map(|(a, b)| [a, b]).collect();
+    Array2::from_shape_vec((m, 2), flat).expect("m * 2").into_pyarray(py)
+}
+
+#[pyfunction]
+pub fn candidate_pairs<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>) -> PyResult<Bound<'py, PyArray2<u32>>> {
+    let arr = keys.as_array();
+    let (n, b) = (arr.shape()[0], arr.shape()[1]);
+    if n > u32::MAX as usize {
+        return Err(param_err(py, "at most 2^32 - 1 rows"));
+    }
+    let flat: Vec<u64> = match keys.as_slice() {
+        Ok(s) => s.to_vec(),
+        Err(_) => arr.iter().copied().collect(),
+    };
+    let pairs = detached(py, || Ok(lsh::candidate_pairs(&flat, n, b)))?;
+    Ok(pairs_matrix(py, pairs))
+}
+
+#[pyfunction]
+pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArray2<'py, u32>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let arr = pairs.as_array();
+    if arr.shape()[1] != 2 && arr.shape()[0] != 0 {
+        return Err(param_err(py, format!("pairs must have shape (m, 2), got {:?}", arr.shape())));
+    }
+    if n > u32::MAX as usize {
+        return Err(param_err(py, "at most 2^32 - 1 nodes"));
+    }
+    let pairs: Vec<(u32, u32)> = arr.outer_iter().map(|row| (row[0], row[1])).collect();
+    let labels = detached(py, || unionfind::connected_components(n, &pairs))?;
+    Ok(PyArray1::from_vec(py, labels))
+}
+
+#[pyclass(module = "neardup._core", name = "UnionFind")]
+pub struct PyUnionFind {
+    inner: unionfind::UnionFind,
+}
+
+impl PyUnionFind {
+    fn check(&self, py: Python<'_>, x: i64) -> PyResult<u32> {
+        if x < 0 || x as usize >= self.inner.len() {
+            return Err(raise(py, "InvalidInputError", format!("node {x} is outside 0..{}", self.inner.len()), None));
+        }
+        Ok(x as u32)
+    }
+}
+
+#[pymethods]
+impl PyUnionFind {
+    #[new]
+    fn new(py: Python<'_>, n: i64) -> PyResult<Self> {
+        if n < 0 || n > u32::MAX as i64 {
+            return Err(param_err(py, format!("n must be in 0..2^32, got {n}")));
+        }
+        Ok(PyUnionFind { inner: unionfind::UnionFind::new(n as usize) })
+    }
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+    fn find(&mut self, py: Python<'_>, x: i64) -> PyResult<u32> {
+        let x = self.check(py, x)?;
+        Ok(self.inner.find(x))
+    }
+    fn union(&mut self, py: Python<'_>, a: i64, b: i64) -> PyResult<bool> {
+        let (a, b) = (self.check(py, a)?, self.check(py, b)?);
+        Ok(self.inner.union(a, b))
+    }
+    fn grow(&mut self, py: Python<'_>, n: i64) -> PyResult<()> {
+        if n < 0 || n > u32::MAX as i64 {
+            return Err(param_err(py, format!("n must be in 0..2^32, got {n}")));
+        }
+        self.inner.grow(n as usize);
+        Ok(())
+    }
+    fn labels<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
+        PyArray1::from_vec(py, self.inner.labels())
+    }
+}
+
+/// Which multiply-shift kernel the running CPU uses ("avx512", "avx2" or "portable").
+#[pyfunction]
+pub fn simd_kernel() -> &'static str {
+    neardup_core::minhash::kernel_name()
+}
+
+/// Test hook: panic inside the core (optionally on a rayon worker) to prove that a panic
+/// surfaces as `neardup.errors.InternalError` and the interpreter lives on.
+#[pyfunction]
+#[pyo3(signature = (in_worker=false))]
+pub fn _panic_for_tests(py: Python<'_>, in_worker: bool) -> PyResult<()> {
+    detached(py, || {
+        if in_worker {
+            batch::with_threads(Some(2), || {
+                use rayon::prelude::*;
+                (0..4).into_par_iter().for_each(|i| if i == 3 { panic!("deliberate test panic in a worker") });
+            })
+        } else {
+            panic!("deliberate test panic")
+        }
+    })
+}
