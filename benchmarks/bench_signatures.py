@@ -446,6 +446,24 @@ def _pick(res: Results, section: str, name: str, threads: int | None = None) -> 
     return None
 
 
+def compute_ratios(res: Results, cores: int) -> list[dict]:
+    ms1 = _pick(res, "text->sig", "neardup multiply-shift unit=word", 1)
+    msall = _pick(res, "text->sig", "neardup multiply-shift unit=word", cores)
+    out = []
+    for r in res.rows:
+        if r["section"] == "text->sig" and r.get("lib") in ("datasketch", "rensa") and ms1 and msall:
+            out.append(
+                {
+                    "peer": r["name"],
+                    "wall_vs_1_thread": r["us_per_doc"] / ms1["us_per_doc"],
+                    f"wall_vs_{cores}_cores": r["us_per_doc"] / msall["us_per_doc"],
+                    "cpu_vs_1_core": r["cpu_us_per_doc"] / ms1["cpu_us_per_doc"],
+                    f"cpu_vs_{cores}_cores_ideal": r["cpu_us_per_doc"] / (ms1["cpu_us_per_doc"] / cores),
+                }
+            )
+    return out
+
+
 def targets(res: Results, acc: dict, cores: int) -> list[dict]:
     """Issue 2's targets. Per-core cost = CPU time per document of the one-thread run (the
     wall time on a busy shared machine also counts waiting for a core). Ratios are given on
@@ -603,22 +621,12 @@ def main(argv=None) -> int:
     ratios = []
     if have_neardup:
         print("# ratios: peer / neardup multiply-shift (unit=word), same process; wall as measured, and CPU time")
-        ms1 = _pick(res, "text->sig", "neardup multiply-shift unit=word", 1)
-        msall = _pick(res, "text->sig", "neardup multiply-shift unit=word", cores)
-        for r in res.rows:
-            if r["section"] == "text->sig" and r.get("lib") in ("datasketch", "rensa") and ms1 and msall:
-                item = {
-                    "peer": r["name"],
-                    "wall_vs_1_thread": r["us_per_doc"] / ms1["us_per_doc"],
-                    f"wall_vs_{cores}_cores": r["us_per_doc"] / msall["us_per_doc"],
-                    "cpu_vs_1_core": r["cpu_us_per_doc"] / ms1["cpu_us_per_doc"],
-                    f"cpu_vs_{cores}_cores_ideal": r["cpu_us_per_doc"] / (ms1["cpu_us_per_doc"] / cores),
-                }
-                ratios.append(item)
-                print(
-                    f"  {r['name']:<52} wall: {item['wall_vs_1_thread']:6.1f}x (1 thr) {item[f'wall_vs_{cores}_cores']:6.1f}x ({cores} thr)"
-                    f"   cpu: {item['cpu_vs_1_core']:6.1f}x (1 core) {item[f'cpu_vs_{cores}_cores_ideal']:6.1f}x ({cores} cores, ideal)"
-                )
+        ratios = compute_ratios(res, cores)
+        for item in ratios:
+            print(
+                f"  {item['peer']:<52} wall: {item['wall_vs_1_thread']:6.1f}x (1 thr) {item[f'wall_vs_{cores}_cores']:6.1f}x ({cores} thr)"
+                f"   cpu: {item['cpu_vs_1_core']:6.1f}x (1 core) {item[f'cpu_vs_{cores}_cores_ideal']:6.1f}x ({cores} cores, ideal)"
+            )
     tg = targets(res, acc, cores) if have_neardup else []
     if tg:
         print("# targets (issue 2)")
