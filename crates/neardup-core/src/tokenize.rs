@@ -163,6 +163,12 @@ pub fn tokenize(
         Unit::Word => {
             // ASCII text (the common case) is lower-cased and split in one pass.
             if text.is_ascii() {
+                #[cfg(target_arch = "x86_64")]
+                if stopwords.is_none() && std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: AVX2 is present.
+                    unsafe { crate::tokenize_simd::ascii_words(text.as_bytes(), out) };
+                    return;
+                }
                 ascii_words(text.as_bytes(), stopwords, out);
                 return;
             }
@@ -255,6 +261,30 @@ mod tests {
         tokenize(Unit::Char, "  Ab \n\t c ", None, &mut ts);
         assert_eq!(ts.text, "ab c");
         assert_eq!(ts.len(), 4);
+    }
+
+    #[test]
+    fn simd_and_scalar_ascii_tokenisers_agree() {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let mut rng = crate::hash::SplitMix64(9);
+            let alphabet = b"aZ_09 \t\n.,-'!Qz";
+            for len in (0..300).chain([1000, 4096, 10_000]) {
+                let text: String = (0..len)
+                    .map(|_| alphabet[(rng.next_u64() % alphabet.len() as u64) as usize] as char)
+                    .collect();
+                let (mut a, mut b) = (TokenStream::default(), TokenStream::default());
+                ascii_words(text.as_bytes(), None, &mut a);
+                unsafe { crate::tokenize_simd::ascii_words(text.as_bytes(), &mut b) };
+                assert_eq!((a.text, a.starts, a.ends), (b.text, b.starts, b.ends), "{text:?}");
+            }
+            // Long tokens (over the 32-byte blind copy) and tokens across chunk edges.
+            let long = format!("{} x {}", "A".repeat(70), "b".repeat(33));
+            let (mut a, mut b) = (TokenStream::default(), TokenStream::default());
+            ascii_words(long.as_bytes(), None, &mut a);
+            unsafe { crate::tokenize_simd::ascii_words(long.as_bytes(), &mut b) };
+            assert_eq!(a.text, b.text);
+        }
     }
 
     #[test]
