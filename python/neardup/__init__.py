@@ -18,6 +18,7 @@ from neardup.measures import containment, jaccard
 from neardup.minhash import MinHash, estimate_jaccard
 from neardup.shingle import ENGLISH_STOPWORDS, Shingler
 from neardup.simhash import SimHash, hamming
+from neardup.pipeline import dedup  # noqa: E402  (the batch job: docs/dedup.md)
 
 __version__ = "0.1.0"
 

@@ -484,7 +484,7 @@ def _write_parquet(tmp, originals, copies, words, seed, level, tally) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise ImportError("writing Parquet needs the 'pyarrow' package: pip install pyarrow") from exc
+        raise ImportError("writing Parquet needs pyarrow: pip install 'neardup[parquet]'") from exc
     schema = _arrow_schema()
     with pq.ParquetWriter(
         tmp, schema, compression="zstd", compression_level=3 if level is None else level

@@ -18,5 +18,8 @@ pub mod stopwords;
 pub mod tokenize;
 mod tokenize_simd;
 pub mod unionfind;
+// Pipeline kernels (exact self-join, pair verification, SimHash tables, exact-pass keys).
+pub mod allpairs;
+pub mod exactkey;
 
 pub use error::{Error, Result};

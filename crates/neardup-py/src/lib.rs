@@ -1,6 +1,7 @@
 //! `neardup._core`: a thin PyO3 layer over neardup-core. Conversion, GIL release and error
 //! mapping live here; every algorithm lives in the core crate.
 
+mod allpairs; // pipeline kernels: exact self-join, pair verification, SimHash tables, exact keys
 mod convert;
 mod errors;
 mod functions;
@@ -32,5 +33,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::simd_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(functions::_panic_for_tests, m)?)?;
     m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;
+    allpairs::register(m)?;
     Ok(())
 }

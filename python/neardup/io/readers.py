@@ -1,0 +1,350 @@
+"""Input readers: JSONL (plain, .gz, .zst), Parquet, CSV, stdin and in-memory records.
+
+Every reader yields ``(recno, record)`` in file order, where ``recno`` is the 1-based line
+(JSONL, CSV: the line the record starts on) or row (Parquet, in-memory records), and
+``record`` is a dict or a :class:`RecordError` for a record that cannot be parsed at all.
+Readers can be iterated again (the pipeline re-reads candidate documents only, and the kept
+records at the end), and take a ``wanted`` mask so that unwanted records are skipped cheaply
+(for JSONL without parsing them). Stdin is spooled to a temporary file on first use so that
+it can be read again; that file is removed by :meth:`Source.close`.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from neardup.io.errors import InputFileError, RecordError
+
+try:  # orjson parses JSON lines several times faster; the standard library is the fallback.
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - exercised only where orjson is missing
+    _orjson = None
+
+__all__ = [
+    "Source",
+    "JsonlSource",
+    "CsvSource",
+    "ParquetSource",
+    "RecordsSource",
+    "open_sources",
+    "format_of",
+    "parse_json_line",
+]
+
+
+def format_of(path: str) -> str:
+    """'jsonl', 'csv' or 'parquet', from the file name (compression suffixes ignored)."""
+    name = path.lower()
+    for suffix in (".gz", ".zst", ".zstd"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    if name.endswith(".parquet") or name.endswith(".pq"):
+        return "parquet"
+    if name.endswith(".csv") or name.endswith(".tsv"):
+        return "csv"
+    return "jsonl"
+
+
+def _open_binary(path: str) -> IO[bytes]:
+    """Open `path` for reading bytes, decompressing .gz and .zst transparently."""
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    lower = path.lower()
+    if lower.endswith(".gz"):
+        raw.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    if lower.endswith(".zst") or lower.endswith(".zstd"):
+        try:
+            import zstandard
+        except ImportError as exc:  # pragma: no cover
+            raw.close()
+            raise InputFileError(f"{path}: reading .zst needs the 'zstandard' package") from exc
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+    return raw
+
+
+def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
+    """Parse one JSONL line into a dict, or describe why it cannot be."""
+    if _orjson is not None:
+        try:
+            obj = _orjson.loads(line)
+        except ValueError:
+            obj = _slow_parse(path, recno, line)  # a clear message, or what json accepts
+    else:
+        obj = _slow_parse(path, recno, line)
+    if isinstance(obj, RecordError) or isinstance(obj, dict):
+        return obj
+    return RecordError(path, recno, f"expected a JSON object, got {type(obj).__name__}")
+
+
+def _slow_parse(path: str, recno: int, line: bytes):
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = line[exc.start : exc.start + 1]
+        return RecordError(path, recno, f"not valid UTF-8 (byte 0x{bad.hex()} at column {exc.start + 1})")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        return RecordError(path, recno, f"malformed JSON: {exc}")
+
+
+class Source:
+    """One input: a file (or stdin, or a list of records) that can be read more than once."""
+
+    name: str
+    format: str
+
+    def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class JsonlSource(Source):
+    format = "jsonl"
+
+    def __init__(self, path: str, display: str | None = None) -> None:
+        self.path = path
+        self.name = display or path
+
+    def blocks(self) -> Iterator[tuple[int, list[bytes]]]:
+        """(number of the first line, lines) for blocks of about 4 MiB: the lines of a block
+        are handled with list operations instead of one generator step each."""
+        f = _open_binary(self.path)
+        recno = 1
+        try:
+            rest = b""
+            while True:
+                block = f.read(1 << 22)
+                if not block:
+                    break
+                lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+                rest = lines.pop()
+                if lines:
+                    yield recno, lines
+                    recno += len(lines)
+            if rest:
+                yield recno, [rest]
+        except Exception as exc:  # OSError, EOFError, BadGzipFile, zstandard.ZstdError, ...
+            raise InputFileError(f"{self.name}: read error after line {recno - 1}: {exc}") from exc
+        finally:
+            f.close()
+
+    def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
+        name = self.name
+        loads = _orjson.loads if _orjson is not None else None
+        for start, lines in self.blocks():
+            if wanted is None:
+                idx: Any = range(len(lines))
+            else:
+                sel = wanted[start : start + len(lines)]
+                if not sel.any():
+                    continue
+                idx = np.flatnonzero(sel).tolist()
+            for i in idx:
+                line = lines[i]
+                if loads is not None:
+                    try:
+                        obj = loads(line)
+                    except ValueError:
+                        pass
+                    else:
+                        if type(obj) is dict:
+                            yield start + i, obj
+                            continue
+                if not line.strip():
+                    continue  # blank lines are not records
+                yield start + i, parse_json_line(name, start + i, line)
+
+    def raw_lines(self, wanted: np.ndarray) -> Iterator[tuple[int, bytes]]:
+        """The raw bytes of the wanted lines (for writing kept records untouched)."""
+        for start, lines in self.blocks():
+            sel = wanted[start : start + len(lines)]
+            for i in np.flatnonzero(sel).tolist():
+                yield start + i, lines[i]
+
+
+class CsvSource(Source):
+    format = "csv"
+
+    def __init__(self, path: str) -> None:
+        self.path = self.name = path
+        self.delimiter = "\t" if format_of(path) == "csv" and ".tsv" in path.lower() else ","
+
+    def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+        f = _open_binary(self.path)
+        text = io.TextIOWrapper(f, encoding="utf-8", errors="surrogateescape", newline="")
+        try:
+            reader = csv.reader(text, delimiter=self.delimiter)
+            try:
+                header = next(reader)
+            except StopIteration:
+                return
+            start = reader.line_num + 1
+            while True:
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as exc:
+                    yield start, RecordError(self.name, start, f"malformed CSV: {exc}")
+                    start = reader.line_num + 1
+                    continue
+                recno, start = start, reader.line_num + 1
+                if wanted is not None and (recno >= len(wanted) or not wanted[recno]):
+                    continue
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    yield recno, RecordError(
+                        self.name, recno, f"expected {len(header)} columns, got {len(row)}"
+                    )
+                    continue
+                rec = dict(zip(header, row))
+                bad = next((k for k, v in rec.items() if _has_surrogate(v)), None)
+                if bad is not None:
+                    yield recno, RecordError(self.name, recno, "not valid UTF-8", field=bad)
+                    continue
+                yield recno, rec
+        except (OSError, EOFError, UnicodeError) as exc:
+            raise InputFileError(f"{self.name}: read error: {exc}") from exc
+        finally:
+            text.close()
+
+
+def _has_surrogate(s: str) -> bool:
+    if s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+class ParquetSource(Source):
+    format = "parquet"
+
+    def __init__(self, path: str) -> None:
+        self.path = self.name = path
+        try:
+            import pyarrow.parquet as pq
+
+            self._file = pq.ParquetFile(path)
+        except ImportError as exc:  # pragma: no cover
+            raise InputFileError(f"{path}: reading Parquet needs the 'pyarrow' package") from exc
+        except OSError as exc:
+            raise InputFileError(f"{path}: cannot open: {exc}") from exc
+        except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError) for bad files
+            raise InputFileError(f"{path}: not a readable Parquet file: {exc}") from exc
+        self.columns = list(self._file.schema_arrow.names)
+
+    def records(
+        self, wanted: np.ndarray | None = None, columns: list[str] | None = None
+    ) -> Iterator[tuple[int, Any]]:
+        cols = None if columns is None else [c for c in columns if c in self.columns]
+        recno = 0
+        try:
+            for batch in self._file.iter_batches(batch_size=8192, columns=cols):
+                n = batch.num_rows
+                if wanted is not None:
+                    sl = wanted[recno + 1 : recno + 1 + n]
+                    if not sl.any():
+                        recno += n
+                        continue
+                rows = batch.to_pylist()
+                for i, rec in enumerate(rows):
+                    r = recno + 1 + i
+                    if wanted is None or (r < len(wanted) and wanted[r]):
+                        yield r, rec
+                recno += n
+        except OSError as exc:
+            raise InputFileError(f"{self.name}: read error: {exc}") from exc
+
+    def table(self):
+        return self._file.read()
+
+
+class RecordsSource(Source):
+    """In-memory records (a list of dicts), for the Python API and tests."""
+
+    format = "records"
+
+    def __init__(self, records: Iterable[Mapping], name: str = "<records>") -> None:
+        self._records = list(records)
+        self.name = name
+
+    def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
+        for i, rec in enumerate(self._records):
+            r = i + 1
+            if wanted is not None and (r >= len(wanted) or not wanted[r]):
+                continue
+            if not isinstance(rec, Mapping):
+                yield r, RecordError(self.name, r, f"expected a mapping, got {type(rec).__name__}")
+            else:
+                yield r, dict(rec)
+
+
+class _StdinSource(JsonlSource):
+    """Stdin JSONL, spooled to a temporary file so it can be read more than once."""
+
+    def __init__(self, stream: IO[bytes] | None = None) -> None:
+        fd, tmp = tempfile.mkstemp(prefix="neardup-stdin-", suffix=".jsonl")
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(stream or sys.stdin.buffer, out, 1 << 20)
+        super().__init__(tmp, display="-")
+
+    def close(self) -> None:
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def open_sources(inputs: Any) -> list[Source]:
+    """Turn what the user passed (paths, ``"-"``, a list of dicts) into sources."""
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    inputs = list(inputs)
+    if inputs and all(isinstance(x, Mapping) for x in inputs):
+        return [RecordsSource(inputs)]
+    sources: list[Source] = []
+    for item in inputs:
+        if isinstance(item, Source):
+            sources.append(item)
+            continue
+        path = os.fspath(item)
+        if path == "-":
+            sources.append(_StdinSource())
+            continue
+        p = Path(path)
+        if not p.exists():
+            raise InputFileError(f"{path}: no such file")
+        if p.is_dir():
+            raise InputFileError(f"{path}: is a directory, not a file")
+        if not os.access(path, os.R_OK):
+            raise InputFileError(f"{path}: permission denied")
+        fmt = format_of(path)
+        if fmt == "parquet":
+            sources.append(ParquetSource(path))
+        elif fmt == "csv":
+            sources.append(CsvSource(path))
+        else:
+            sources.append(JsonlSource(path))
+    return sources

@@ -1,0 +1,179 @@
+"""Field options and the checks every input record passes before it enters the pipeline."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import NamedTuple
+
+from neardup.io.errors import RecordError
+
+__all__ = ["Fields", "Limits", "Checked", "check_record", "parse_time"]
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Which input fields hold what. Every other field is carried through untouched."""
+
+    id: str = "id"
+    text: str = "text"
+    title: str | None = None
+    time: str | None = "published_at"
+    source: str | None = "source"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits: a text over ``max_chars`` characters is a bad record, not a slow run."""
+
+    max_chars: int = 5_000_000
+
+
+class Checked(NamedTuple):
+    """A record that passed the checks (a tuple: cheap to make once per document)."""
+
+    id: str | int
+    key: str  # the id as a string, for ordering and duplicate checks
+    text: str  # what is fingerprinted: the title (if any), a newline, then the text
+    time: float  # seconds since the epoch (UTC); NaN when missing
+    source: str | None
+    time_error: str | None = None  # why the time field could not be read (it counts as missing)
+
+
+_FORMATS = (
+    "%d-%b-%Y %H:%M:%S.%f",  # Reuters-21578: 26-FEB-1987 15:10:44.60
+    "%d-%b-%Y %H:%M:%S",
+    "%Y/%m/%d %H:%M:%S",
+    "%d/%m/%Y %H:%M:%S",
+    "%Y/%m/%d",
+)
+
+
+_EPOCH = datetime(1970, 1, 1)
+_cache: dict[str, float] = {}
+
+
+def parse_time(value) -> float:
+    """Like :func:`_parse_time`, with a small cache for repeated strings (many records share
+    a publish time)."""
+    if isinstance(value, str):
+        t = _cache.get(value)
+        if t is None:
+            t = _parse_time(value)
+            if len(_cache) > 65536:
+                _cache.clear()
+            _cache[value] = t
+        return t
+    return _parse_time(value)
+
+
+def _parse_time(value) -> float:
+    """Seconds since the epoch for a number, an ISO 8601 string, an RFC 2822 date or one of
+    a few common layouts (naive times are taken as UTC). Raises ValueError otherwise."""
+    if value is None:
+        return math.nan
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a time")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a time")
+        return float(value)
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        s = value.strip()
+        if not s:
+            return math.nan
+        dt = None
+        try:
+            dt = datetime.fromisoformat(s)
+        except ValueError:
+            for fmt in _FORMATS:
+                try:
+                    dt = datetime.strptime(s, fmt)
+                    break
+                except ValueError:
+                    continue
+            if dt is None:
+                try:
+                    dt = parsedate_to_datetime(s)
+                except (TypeError, ValueError, IndexError):
+                    dt = None
+        if dt is None:
+            raise ValueError(f"cannot parse {value!r} as a time (use ISO 8601 or epoch seconds)")
+    else:
+        raise ValueError(f"expected a string or a number, got {type(value).__name__}")
+    if dt.tzinfo is None:  # naive: taken as UTC
+        return (dt - _EPOCH).total_seconds()
+    return dt.astimezone(timezone.utc).timestamp()
+
+
+def _is_valid_unicode(s: str) -> bool:
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_MISSING = object()
+
+
+def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: int) -> Checked:
+    """Validate one parsed record; raise :class:`RecordError` naming file, line and field."""
+    get = rec.get
+    rid = get(fields.id)
+    tid = type(rid)
+    if tid is str:
+        key = rid
+        if not key or key.isspace():
+            raise RecordError(path, recno, "id is empty", field=fields.id)
+    elif tid is int:
+        key = str(rid)
+    elif rid is None:
+        raise RecordError(path, recno, "missing id", field=fields.id)
+    else:
+        raise RecordError(path, recno, f"id must be a string or an integer, got {tid.__name__}", field=fields.id)
+    text = get(fields.text, _MISSING)
+    if type(text) is not str:
+        if text is _MISSING:
+            raise RecordError(path, recno, "missing text", field=fields.text)
+        got = "null" if text is None else type(text).__name__
+        raise RecordError(path, recno, f"text must be a string, got {got}", field=fields.text)
+    if fields.title is not None:
+        title = get(fields.title)
+        if title is not None and type(title) is not str:
+            raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
+        if title:
+            text = f"{title}\n{text}"
+    if len(text) > limits.max_chars:
+        raise RecordError(
+            path,
+            recno,
+            f"text has {len(text):,} characters, over the limit of {limits.max_chars:,} (--max-chars)",
+            field=fields.text,
+        )
+    if not text or text.isspace():
+        raise RecordError(path, recno, "text is empty", field=fields.text)
+    if not text.isascii() and not _is_valid_unicode(text):
+        raise RecordError(path, recno, "text is not valid Unicode (lone surrogate)", field=fields.text)
+    t = math.nan
+    time_error = None
+    if fields.time is not None:
+        v = get(fields.time)
+        if v is not None:
+            try:
+                t = parse_time(v)
+            except ValueError as exc:
+                # A bad time does not make the text unusable: the record is kept, its time
+                # counts as missing for the keeper rule, and the run report lists it.
+                time_error = str(exc)
+    source = None
+    if fields.source is not None:
+        src = get(fields.source)
+        if src is not None:
+            source = src if type(src) is str else str(src)
+    return Checked(rid, key, text, t, source, time_error)

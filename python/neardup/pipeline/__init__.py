@@ -1,0 +1,67 @@
+"""The dedup pipeline: stages as small modules (options, candidates, verify, keepers, report,
+run) that the batch job, a persistent index and a Spark runner can reuse."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from neardup.io.records import Fields
+from neardup.pipeline.options import DEFAULT_SCHEME, DedupOptions
+from neardup.pipeline.run import DedupResult, run
+
+__all__ = ["dedup", "DedupOptions", "DedupResult"]
+
+
+def dedup(
+    inputs: Any,
+    out: str | os.PathLike | None = None,
+    *,
+    id_field: str = "id",
+    text_field: str = "text",
+    title_field: str | None = None,
+    time_field: str | None = "published_at",
+    source_field: str | None = "source",
+    method: str = "minhash",
+    k: int = 5,
+    unit: str = "word",
+    num_perm: int = 128,
+    scheme: str = DEFAULT_SCHEME,
+    seed: int = 1,
+    threshold: float = 0.8,
+    recall: float = 0.95,
+    bands: int | None = None,
+    rows: int | None = None,
+    max_distance: int = 3,
+    verify: str = "exact",
+    measure: str = "jaccard",
+    prefer_source: Sequence[str] | str = (),
+    on_error: str = "stop",
+    max_chars: int = 5_000_000,
+    output_format: str = "jsonl",
+    batch_size: int = 8192,
+    threads: int | None = None,
+    progress: bool = False,
+) -> DedupResult:
+    """Find near-duplicate documents, cluster them and keep one per cluster.
+
+    ``inputs``: a path, a list of paths (JSONL, .jsonl.gz, .jsonl.zst, Parquet, CSV; ``"-"``
+    for stdin), or a list of dict records. ``out``: a directory for clusters.jsonl,
+    pairs.jsonl, kept.jsonl (or kept.parquet) and report.json; ``None`` writes nothing.
+    The other arguments are those of ``neardup dedup`` (see docs/dedup.md).
+    Raises :class:`neardup.io.RecordError` for a bad record (unless ``on_error="skip"``),
+    :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
+    :class:`neardup.InvalidParameterError`.
+    """
+    if isinstance(prefer_source, str):
+        prefer_source = [s for s in prefer_source.split(",") if s]
+    opts = DedupOptions(
+        fields=Fields(id=id_field, text=text_field, title=title_field, time=time_field or None,
+                      source=source_field or None),
+        method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed,
+        threshold=threshold, recall=recall, bands=bands, rows=rows, max_distance=max_distance,
+        verify=verify, measure=measure, prefer_source=tuple(prefer_source), on_error=on_error,
+        max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
+        progress=progress,
+    )
+    return run(inputs, out, opts)

@@ -1,0 +1,101 @@
+"""The command line: demo, dedup from stdin, curve, --json/--quiet, progress off without a tty."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from neardup.cli import main
+from neardup.demo import records
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "neardup.cli", *args], input=stdin, capture_output=True,
+                          timeout=300)
+
+
+def test_dedup_without_input_runs_the_demo(capsys):
+    assert main(["dedup"]) == 0
+    out = capsys.readouterr().out
+    assert "demo" in out
+    assert "keeper agency-001: alternates site-a-417 (near, J=0.83), site-b-092 (near, J=0.84), " \
+           "site-d-775 (exact, J=1.00)" in out
+    assert "kept: agency-001, site-c-310, site-e-058" in out
+
+
+def test_demo_command_writes_outputs(tmp_path, capsys):
+    assert main(["demo", "-o", str(tmp_path / "o"), "-q"]) == 0
+    assert capsys.readouterr().out == ""  # --quiet: nothing printed
+    assert sorted(os.listdir(tmp_path / "o")) == ["clusters.jsonl", "kept.jsonl", "pairs.jsonl", "report.json"]
+    assert main(["dedup", "--demo", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["clusters"] == 1 and rep["copies_removed"] == 3
+
+
+def test_dedup_from_stdin_subprocess(tmp_path):
+    data = "".join(json.dumps(r) + "\n" for r in records()).encode()
+    p = cli("dedup", "-", "-o", str(tmp_path / "o"), stdin=data)
+    assert p.returncode == 0, p.stderr.decode()
+    out = p.stdout.decode()
+    assert "6 documents" in out and "copies removed 3" in out
+    # stdout is not a terminal: no progress bars on stderr
+    assert p.stderr.decode() == ""
+    kept = [json.loads(line) for line in (tmp_path / "o" / "kept.jsonl").read_text().splitlines()]
+    assert [k["id"] for k in kept] == ["agency-001", "site-c-310", "site-e-058"]
+    rep = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert rep["inputs"][0]["path"] == "-"
+
+
+def test_dedup_files_summary_lists_every_stage(tmp_path):
+    path = tmp_path / "rain.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records()))
+    p = cli("dedup", str(path), "-o", str(tmp_path / "o"), "--prefer-source", "agency")
+    assert p.returncode == 0
+    out = p.stdout.decode()
+    for word in ("exact pass: 1 copies removed", "13 bands x 7 rows", "candidate pairs", "read", "signatures",
+                 "verify", "clusters", "peak memory", "outputs in"):
+        assert word in out, word
+
+
+def test_curve_table_and_guide_numbers(capsys):
+    assert main(["curve", "--threshold", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "13 bands x 7 rows" in out
+    assert "datasketch default 9x13" in out  # the soft-threshold trap, side by side
+    assert "P(candidate) at the threshold 0.8: 0.9531" in out
+    assert main(["curve", "--threshold", "0.8", "--bands", "16", "--rows", "8"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith(" 0.80"))
+    assert "0.9470" in row  # the guide: 16 bands of 8 find a 0.8 pair with chance 0.947
+    assert main(["curve", "--bands", "9", "--rows", "13"]) == 0
+    assert "0.3988" in capsys.readouterr().out  # ... and 9 bands of 13 only 0.399
+
+
+def test_curve_png(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="PNG output needs the plot extra (matplotlib)")
+    png = tmp_path / "curve.png"
+    assert main(["curve", "--threshold", "0.7", "--png", str(png)]) == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_curve_threshold_one_is_sensible(capsys):
+    assert main(["curve", "--threshold", "1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "P(candidate) at the threshold 1.0: 1.0000" in out
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 2
+    assert "dedup" in capsys.readouterr().out
+
+
+def test_synth_is_wired(tmp_path):
+    synth = pytest.importorskip("neardup.synth", reason="neardup.synth (another helper's module) not merged yet")
+    assert hasattr(synth, "write_corpus")
+    out = tmp_path / "s.jsonl"
+    assert main(["synth", "-o", str(out), "--originals", "50", "--copies", "10", "--words", "60"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 60 and sum(r["original_id"] is not None for r in rows) == 10

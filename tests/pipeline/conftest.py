@@ -1,0 +1,16 @@
+import pytest
+
+from neardup.demo import records as demo_records
+from nd_helpers import write_jsonl
+
+
+@pytest.fixture
+def rain():
+    return demo_records()
+
+
+@pytest.fixture
+def rain_file(tmp_path, rain):
+    return write_jsonl(tmp_path / "rain.jsonl", rain)
+
+

@@ -1,0 +1,238 @@
+"""Bad input: each case gets a clear message naming file, line and field; --on-error skip counts
+and lists them; nothing already written is left half-written."""
+import gzip
+import json
+import os
+
+import pytest
+
+import neardup
+from neardup.cli import main
+from neardup.io import InputFileError, OutputError, RecordError, atomic_open
+from nd_helpers import read_jsonl
+
+GOOD = [
+    {"id": "a", "text": "heavy rain is likely over coastal karnataka and goa for the next three days"},
+    {"id": "b", "text": "Heavy rain is likely over coastal Karnataka and Goa, for the next three days!"},
+    {"id": "c", "text": "the city corporation has started a drive to clear blocked drains"},
+]
+
+
+def corpus(tmp_path, bad_line: bytes, at: int = 2, name="in.jsonl"):
+    """GOOD as JSONL with `bad_line` inserted as line `at` (1-based)."""
+    lines = [json.dumps(r).encode() for r in GOOD]
+    lines.insert(at - 1, bad_line)
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return str(path)
+
+
+CASES = [
+    # (bad line, field, words in the reason)
+    (b'{"id": "x", "text": "unterminated', None, "malformed JSON"),
+    (b'[1, 2, 3]', None, "expected a JSON object"),
+    (b'{"id": "x"}', "text", "missing text"),
+    (b'{"id": "x", "text": null}', "text", "must be a string, got null"),
+    (b'{"id": "x", "text": 42}', "text", "must be a string, got int"),
+    (b'{"text": "some words here"}', "id", "missing id"),
+    (b'{"id": null, "text": "some words here"}', "id", "missing id"),
+    (b'{"id": [1], "text": "some words here"}', "id", "id must be a string or an integer"),
+    (b'{"id": "x", "text": ""}', "text", "text is empty"),
+    (b'{"id": "x", "text": "   \\n "}', "text", "text is empty"),
+    (b'{"id": "x", "text": "caf\xe9 au lait"}', None, "not valid UTF-8 (byte 0xe9"),
+    (b'{"id": "x", "text": "lone \\ud800 surrogate"}', "text", "lone surrogate"),
+    (b'{"id": "a", "text": "a second document with the same id"}', "id", "duplicate id 'a' (first at"),
+]
+
+
+@pytest.mark.parametrize("bad,field,reason", CASES, ids=[c[2] for c in CASES])
+def test_bad_record_stops_with_file_line_and_field(tmp_path, bad, field, reason):
+    at = 3 if b'"id": "a"' in bad else 2
+    path = corpus(tmp_path, bad, at=at)
+    with pytest.raises(RecordError) as e:
+        neardup.dedup(path, tmp_path / "out")
+    err = e.value
+    assert err.path == path and err.line == at and err.field == field
+    assert reason in str(err)
+    assert str(err).startswith(f"{path}:{at}: ")
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+@pytest.mark.parametrize("bad,field,reason", CASES, ids=[c[2] for c in CASES])
+def test_bad_record_skipped_and_listed(tmp_path, bad, field, reason):
+    at = 3 if b'"id": "a"' in bad else 2
+    path = corpus(tmp_path, bad, at=at)
+    res = neardup.dedup(path, tmp_path / "out", on_error="skip", time_field="published_at")
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert rep["skipped"] == 1 and rep["inputs"][0]["skipped"] == 1
+    (s,) = rep["skipped_records"]
+    assert s["file"] == path and s["line"] == at and s["field"] == field and reason in s["reason"]
+    assert rep["documents"] == 3
+    # the good records are deduplicated as usual (a and b are exact copies)
+    assert res.clusters[0]["keeper"] == "a" and res.clusters[0]["members"][0]["id"] == "b"
+    assert [k["id"] for k in read_jsonl(tmp_path / "out" / "kept.jsonl")] == ["a", "c"]
+
+
+def test_cli_bad_record_exit_code_and_message(tmp_path, capsys):
+    path = corpus(tmp_path, b'{"id": "x", "text": 42}')
+    assert main(["dedup", path, "-o", str(tmp_path / "o"), "-q"]) == 3
+    err = capsys.readouterr().err
+    assert f"{path}:2: field 'text': text must be a string, got int" in err
+    assert "--on-error skip" in err
+    assert main(["dedup", path, "-o", str(tmp_path / "o"), "-q", "--on-error", "skip"]) == 0
+
+
+def test_ten_megabyte_document(tmp_path):
+    big = "word " * (2 * 1024 * 1024)  # 10 MiB of text
+    path = tmp_path / "big.jsonl"
+    with open(path, "w") as f:
+        f.write(json.dumps(GOOD[0]) + "\n")
+        f.write(json.dumps({"id": "big", "text": big}) + "\n")
+    with pytest.raises(RecordError) as e:
+        neardup.dedup(str(path), None)
+    assert e.value.line == 2 and e.value.field == "text" and "over the limit" in str(e.value)
+    res = neardup.dedup(str(path), None, on_error="skip")
+    assert res.report["skipped"] == 1 and res.report["documents"] == 1
+    # a higher limit processes it (one 10 MB document is fine, just slow to shingle)
+    res = neardup.dedup(str(path), None, max_chars=20_000_000)
+    assert res.report["documents"] == 2
+
+
+def test_unreadable_inputs(tmp_path, capsys):
+    with pytest.raises(InputFileError, match="no such file"):
+        neardup.dedup(str(tmp_path / "missing.jsonl"))
+    with pytest.raises(InputFileError, match="is a directory"):
+        neardup.dedup(str(tmp_path))
+    bad_gz = tmp_path / "bad.jsonl.gz"
+    bad_gz.write_bytes(b"this is not gzip data at all")
+    with pytest.raises(InputFileError, match="bad.jsonl.gz: read error"):
+        neardup.dedup(str(bad_gz))
+    truncated = tmp_path / "cut.jsonl.gz"
+    truncated.write_bytes(gzip.compress(b"".join(b'{"id": "%d", "text": "x y %d"}\n' % (i, i) for i in range(5000)))[:3000])
+    with pytest.raises(InputFileError, match="cut.jsonl.gz: read error"):
+        neardup.dedup(str(truncated))
+    bad_zst = tmp_path / "bad.jsonl.zst"
+    bad_zst.write_bytes(b"not zstd either")
+    with pytest.raises(InputFileError, match="bad.jsonl.zst"):
+        neardup.dedup(str(bad_zst))
+    bad_pq = tmp_path / "bad.parquet"
+    bad_pq.write_bytes(b"PAR1 nope")
+    with pytest.raises(InputFileError, match="bad.parquet"):
+        neardup.dedup(str(bad_pq))
+    assert main(["dedup", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o")]) == 4
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_csv_non_utf8_and_ragged_rows(tmp_path):
+    path = tmp_path / "in.csv"
+    path.write_bytes(b"id,text\na,heavy rain in goa today\nb,caf\xe9 au lait\nc,too,many\n")
+    with pytest.raises(RecordError) as e:
+        neardup.dedup(str(path))
+    assert (e.value.line, e.value.field) == (3, "text") and "UTF-8" in str(e.value)
+    res = neardup.dedup(str(path), None, on_error="skip", time_field=None)
+    lines = [(s["line"], s["reason"]) for s in res.report["skipped_records"]]
+    assert lines == [(3, "not valid UTF-8"), (4, "expected 2 columns, got 3")]
+
+
+def test_output_directory_not_writable(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("I am a file")
+    with pytest.raises(OutputError):
+        neardup.dedup(GOOD, blocker / "out")
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in GOOD) + "\n")
+    assert main(["dedup", str(path), "-o", str(blocker), "-q"]) == 5
+    assert "cannot write output" in capsys.readouterr().err
+
+
+def test_atomic_open_leaves_old_file_on_failure(tmp_path):
+    target = tmp_path / "kept.jsonl"
+    target.write_text("old complete content\n")
+    with pytest.raises(RuntimeError):
+        with atomic_open(str(target)) as f:
+            f.write("half of the new ")
+            raise RuntimeError("disk full")
+    assert target.read_text() == "old complete content\n"
+    assert os.listdir(tmp_path) == ["kept.jsonl"]
+
+
+def test_crash_while_writing_outputs_leaves_no_half_file(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    neardup.dedup(GOOD, out)
+    before = {n: (out / n).read_bytes() for n in os.listdir(out)}
+    import sys
+
+    run = sys.modules["neardup.pipeline.run"]
+    real = run._kept_records
+
+    def interrupted(*a, **k):
+        it = real(*a, **k)
+        yield next(it)
+        raise KeyboardInterrupt  # Ctrl-C in the middle of the kept records
+
+    monkeypatch.setattr(run, "_kept_records", interrupted)
+    more = GOOD + [{"id": "d", "text": "a brand new story about trains running late"}]
+    with pytest.raises(KeyboardInterrupt):
+        neardup.dedup(more, out)
+    after = sorted(os.listdir(out))
+    assert after == sorted(before)  # no temporary or half files left
+    assert (out / "kept.jsonl").read_bytes() == before["kept.jsonl"]
+    assert (out / "report.json").read_bytes() == before["report.json"]
+
+
+def test_bad_options_are_usage_errors(tmp_path, capsys):
+    with pytest.raises(neardup.InvalidParameterError):
+        neardup.dedup(GOOD, threshold=0)
+    with pytest.raises(neardup.InvalidParameterError):
+        neardup.dedup(GOOD, bands=16)
+    with pytest.raises(neardup.InvalidParameterError):
+        neardup.dedup(GOOD, bands=20, rows=8)
+    with pytest.raises(neardup.InvalidParameterError):
+        neardup.dedup(GOOD, measure="containment", verify="estimate")
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in GOOD) + "\n")
+    assert main(["dedup", str(path), "-o", str(tmp_path / "o"), "--threshold", "1.5"]) == 2
+    assert "threshold" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["dedup", "--no-such-option"])
+    assert e.value.code == 2
+    assert main(["dedup", str(path)]) == 2  # -o is required with inputs
+
+
+def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
+    recs = [dict(GOOD[0], published_at="27-MAR-1987 00:02:59.13&#5;&#5;&#5;RM"),
+            dict(GOOD[1], published_at="2026-07-12T09:00:00Z"), GOOD[2]]
+    res = neardup.dedup(recs)
+    assert res.report["skipped"] == 0 and res.report["documents"] == 3
+    assert res.report["unreadable_times"] == 1
+    (bad,) = res.report["unreadable_time_records"]
+    assert bad["line"] == 1 and bad["field"] == "published_at" and "cannot parse" in bad["reason"]
+    assert res.clusters[0]["keeper"] == "b"  # the record with a readable time wins
+
+
+def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
+    import sys
+    import threading
+
+    run = sys.modules["neardup.pipeline.run"]
+    real = run._exact_keys
+    calls = []
+
+    def failing(texts, threads):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise RuntimeError("kernel failed")
+        return real(texts, threads)
+
+    monkeypatch.setattr(run, "_exact_keys", failing)
+    recs = [{"id": str(i), "text": f"story number {i} about rain"} for i in range(200)]
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        neardup.dedup(recs, tmp_path / "o", batch_size=10)
+    assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]
+    assert not (tmp_path / "o").exists()
+    # a bad record found by the reader thread after some batches were processed
+    recs[150]["text"] = None
+    monkeypatch.setattr(run, "_exact_keys", real)
+    with pytest.raises(RecordError, match=":151: field 'text'"):
+        neardup.dedup(recs, batch_size=10)
+    assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]
