@@ -15,7 +15,7 @@ use crate::hash::{sha1_hash32, SplitMix64};
 use crate::shingle::Shingler;
 use std::cell::RefCell;
 
-pub use multiply_shift::kernel_name;
+pub use multiply_shift::{kernel_name, signature_scalar};
 
 /// Largest accepted num_perm (a signature row of 256 KiB).
 pub const MAX_NUM_PERM: usize = 1 << 16;

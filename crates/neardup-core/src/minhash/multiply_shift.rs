@@ -17,6 +17,9 @@ pub struct Params {
     a_lo: Vec<u32>,
     a_hi: Vec<u32>,
     b: Vec<u64>,
+    // b regrouped per 8 slots as [b0, b2, b4, b6, b1, b3, b5, b7]: the AVX2 kernel adds the
+    // even slots' and the odd slots' 64-bit products separately.
+    b_eo: Vec<u64>,
 }
 
 impl Params {
@@ -32,7 +35,14 @@ impl Params {
             a_hi[i] = (a[i] >> 32) as u32;
             bb[i] = b[i];
         }
-        Params { a_lo, a_hi, b: bb }
+        let mut b_eo = vec![0u64; padded];
+        for g in (0..padded).step_by(8) {
+            for j in 0..4 {
+                b_eo[g + j] = bb[g + 2 * j];
+                b_eo[g + 4 + j] = bb[g + 2 * j + 1];
+            }
+        }
+        Params { a_lo, a_hi, b: bb, b_eo }
     }
 }
 
@@ -66,10 +76,81 @@ fn kernel_portable(p: &Params, ids: &[u64], out: &mut [u32]) {
     kernel(p, ids, out)
 }
 
+/// Hand-written AVX2: 8 slots per register, 16 per block with parameters held in
+/// registers across the whole id list. Per id and 8 slots: 2 `vpmuludq` for the 64-bit
+/// low products (even and odd slots), 2 `vpmulld` for the cross term, 1 `vpminud`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn kernel_avx2(p: &Params, ids: &[u64], out: &mut [u32]) {
-    kernel(p, ids, out)
+    use std::arch::x86_64::*;
+    let k = out.len();
+    let padded = p.a_lo.len();
+    let mut tmp = [u32::MAX; 16];
+    let mut base = 0;
+    while base < padded {
+        let groups = if padded - base >= 16 { 2 } else { 1 };
+        // SAFETY: base + 8 * groups <= padded, the length of every parameter vector.
+        let ld32 = |v: &[u32], o: usize| _mm256_loadu_si256(v.as_ptr().add(o) as *const __m256i);
+        let ld64 = |v: &[u64], o: usize| _mm256_loadu_si256(v.as_ptr().add(o) as *const __m256i);
+        let a_lo0 = ld32(&p.a_lo, base);
+        let a_hi0 = ld32(&p.a_hi, base);
+        let a_od0 = _mm256_srli_epi64(a_lo0, 32);
+        let be0 = ld64(&p.b_eo, base);
+        let bo0 = ld64(&p.b_eo, base + 4);
+        let mut acc0 = _mm256_set1_epi32(-1);
+        if groups == 2 {
+            let a_lo1 = ld32(&p.a_lo, base + 8);
+            let a_hi1 = ld32(&p.a_hi, base + 8);
+            let a_od1 = _mm256_srli_epi64(a_lo1, 32);
+            let be1 = ld64(&p.b_eo, base + 8);
+            let bo1 = ld64(&p.b_eo, base + 12);
+            let mut acc1 = _mm256_set1_epi32(-1);
+            for &x in ids {
+                let xl = _mm256_set1_epi32(x as u32 as i32);
+                let xh = _mm256_set1_epi32((x >> 32) as u32 as i32);
+                acc0 = step(acc0, a_lo0, a_od0, a_hi0, be0, bo0, xl, xh);
+                acc1 = step(acc1, a_lo1, a_od1, a_hi1, be1, bo1, xl, xh);
+            }
+            _mm256_storeu_si256(tmp.as_mut_ptr().add(8) as *mut __m256i, acc1);
+        } else {
+            for &x in ids {
+                let xl = _mm256_set1_epi32(x as u32 as i32);
+                let xh = _mm256_set1_epi32((x >> 32) as u32 as i32);
+                acc0 = step(acc0, a_lo0, a_od0, a_hi0, be0, bo0, xl, xh);
+            }
+        }
+        _mm256_storeu_si256(tmp.as_mut_ptr() as *mut __m256i, acc0);
+        let end = (base + 8 * groups).min(k);
+        if base < end {
+            out[base..end].copy_from_slice(&tmp[..end - base]);
+        }
+        base += 8 * groups;
+    }
+}
+
+/// One id against 8 slots: min(acc, top32(al*xl + b) + (ah*xl + al*xh)).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn step(
+    acc: std::arch::x86_64::__m256i,
+    a_lo: std::arch::x86_64::__m256i,
+    a_odd: std::arch::x86_64::__m256i,
+    a_hi: std::arch::x86_64::__m256i,
+    b_even: std::arch::x86_64::__m256i,
+    b_odd: std::arch::x86_64::__m256i,
+    xl: std::arch::x86_64::__m256i,
+    xh: std::arch::x86_64::__m256i,
+) -> std::arch::x86_64::__m256i {
+    use std::arch::x86_64::*;
+    // Even slots' full 64-bit products sit in 64-bit lanes; odd slots' come from a_lo >> 32.
+    let pe = _mm256_add_epi64(_mm256_mul_epu32(a_lo, xl), b_even);
+    let po = _mm256_add_epi64(_mm256_mul_epu32(a_odd, xl), b_odd);
+    // High halves back into slot order: even slots from pe >> 32, odd slots in place in po.
+    let hi = _mm256_blend_epi32(_mm256_srli_epi64(pe, 32), po, 0b1010_1010);
+    let cross = _mm256_add_epi32(_mm256_mullo_epi32(a_hi, xl), _mm256_mullo_epi32(a_lo, xh));
+    _mm256_min_epu32(acc, _mm256_add_epi32(hi, cross))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -130,4 +211,24 @@ pub fn reference(a: &[u64], b: &[u64], ids: &[u64]) -> Vec<u32> {
 #[cfg(test)]
 pub fn portable(p: &Params, ids: &[u64], out: &mut [u32]) {
     kernel_portable(p, ids, out)
+}
+
+/// Scalar 64-bit form (one `imul` per id and slot), kept for measurement: on CPUs whose
+/// vector units split 256-bit operations, the integer multiplier may keep up with AVX2.
+#[inline(never)]
+pub fn signature_scalar(a: &[u64], b: &[u64], ids: &[u64], out: &mut [u32]) {
+    for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
+        let mut m0 = u64::MAX;
+        let mut m1 = u64::MAX;
+        let mut chunks = ids.chunks_exact(2);
+        for c in &mut chunks {
+            m0 = m0.min(a.wrapping_mul(c[0]).wrapping_add(b));
+            m1 = m1.min(a.wrapping_mul(c[1]).wrapping_add(b));
+        }
+        for &x in chunks.remainder() {
+            m0 = m0.min(a.wrapping_mul(x).wrapping_add(b));
+        }
+        // top32 is monotone in the full 64-bit value, so min then shift == shift then min.
+        *o = (m0.min(m1) >> 32) as u32;
+    }
 }
