@@ -1,0 +1,313 @@
+"""``neardup serve``: the index over HTTP (FastAPI on uvicorn), and a web page for a person.
+
+Writes (POST without dry_run, DELETE) are serialised by the index's writer lock; reads run
+concurrently on their own SQLite connections (WAL), so they are answered while a batch is
+being added. Every error is a JSON body ``{"error": {"status", "code", "message", ...}}``.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from typing import Any, Union
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from neardup.index import Index
+from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
+from neardup.io.errors import RecordError
+from neardup.io.records import Fields
+
+__all__ = ["create_app", "serve"]
+
+FIELDS = Fields(id="id", text="text", title="title", time="published_at", source="source")
+
+
+# ---------------------------------------------------------------------------- models
+class DocumentIn(BaseModel):
+    """One article."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "example": {"id": "site-a-417", "text": "heavy rain is likely over coastal karnataka ...",
+                    "published_at": "2026-10-27T09:30:00+05:30", "source": "site-a"}})
+    id: Union[StrictStr, StrictInt] = Field(description="unique id (a string or an integer)")
+    text: StrictStr = Field(min_length=1, description="the article body")
+    title: StrictStr | None = Field(default=None, description="optional title, compared with the text")
+    published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
+        default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
+    source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
+    fields: dict[str, Any] | None = Field(default=None, description="anything else to keep with the article")
+
+
+class BatchIn(BaseModel):
+    """A batch of articles, added all or nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+    documents: list[DocumentIn] = Field(min_length=1)
+
+
+class VerdictOut(BaseModel):
+    id: Union[str, int]
+    status: str = Field(description="'new' (a story of its own) or 'duplicate' (matched an earlier article)")
+    cluster: int | None
+    keeper: Union[str, int, None]
+    is_keeper: bool
+    alternates: list[Union[str, int]]
+    closest: Union[str, int, None] = Field(description="the closest earlier article, if any")
+    similarity: float | None = Field(description="similarity to the closest earlier article")
+    match: str | None = Field(description="'exact' (same normalised text) or 'near'")
+    inserted: bool
+
+
+class AddOut(BaseModel):
+    dry_run: bool
+    inserted: int
+    results: list[VerdictOut]
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class MemberOut(BaseModel):
+    id: Union[str, int]
+    published_at: float | None
+    source: str | None
+    similarity: float | None
+    match: str | None
+    is_keeper: bool
+    fields: dict[str, Any]
+    text: str | None = None
+
+
+class ClusterOut(BaseModel):
+    cluster: int
+    keeper: Union[str, int, None]
+    size: int
+    created_at: float | None = None
+    updated_at: float | None = None
+    merged_into: int | None = None
+    members: list[MemberOut]
+
+
+class ClusterCard(BaseModel):
+    cluster: int
+    size: int
+    updated_at: float
+    keeper: Union[str, int]
+    keeper_source: str | None
+    keeper_published_at: float | None
+    snippet: str | None = None
+
+
+class DocumentOut(BaseModel):
+    id: Union[str, int]
+    published_at: float | None
+    source: str | None
+    added_at: float
+    cluster: int
+    keeper: Union[str, int, None]
+    is_keeper: bool
+    similarity_to_keeper: float | None
+    match: str | None
+    closest: str | None
+    closest_similarity: float | None
+    fields: dict[str, Any]
+    title: str | None = None
+    text: str | None = None
+
+
+ERR = {s: {"model": ErrorOut} for s in (400, 404, 409, 413, 422, 500)}
+
+
+def _err(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+    return JSONResponse(status_code=status,
+                        content={"error": {"status": status, "code": code, "message": message, "details": details}})
+
+
+def _finite(x):
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+# ---------------------------------------------------------------------------- app
+def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000) -> FastAPI:
+    """The FastAPI application over `index` (an open :class:`Index` or a directory)."""
+    idx = index if isinstance(index, Index) else Index.open(index)
+    started = time.time()
+    app = FastAPI(title="neardup", version="1", description=(
+        "Near-duplicate detection for a news feed: post articles, get a verdict for each "
+        "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."))
+    app.state.index = idx
+    app.state.max_body = max_body
+    writes = threading.Lock()
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next):
+        if request.method in ("POST", "PUT", "PATCH"):
+            cl = request.headers.get("content-length")
+            if cl is not None:
+                try:
+                    n = int(cl)
+                except ValueError:
+                    return _err(400, "bad_content_length", "the Content-Length header is not a number")
+                if n > app.state.max_body:
+                    return _err(413, "body_too_large", f"the request body has {n:,} bytes, over the limit of "
+                                f"{app.state.max_body:,} (neardup serve --max-body)")
+            else:
+                body = b""
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > app.state.max_body:
+                        return _err(413, "body_too_large", f"the request body is over the limit of "
+                                    f"{app.state.max_body:,} bytes (neardup serve --max-body)")
+                request._body = body  # noqa: SLF001 - starlette reads it back from here
+        return await call_next(request)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError):
+        errs = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errs):
+            e = next(e for e in errs if e.get("type") == "json_invalid")
+            return _err(400, "invalid_json", f"the body is not valid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}")
+        details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg")} for e in errs[:20]]
+        first = details[0] if details else {"where": "", "problem": "invalid request"}
+        return _err(422, "invalid_request", f"{first['where']}: {first['problem']}", _jsonable(details))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException):
+        return _err(exc.status_code, "http_error", str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def on_any(request: Request, exc: Exception):  # pragma: no cover - a bug
+        return _err(500, "internal_error", f"{type(exc).__name__}: {exc}")
+
+    @app.post("/v1/documents", response_model=AddOut, responses=ERR,
+              summary="Check one article or a batch against the index, and add them")
+    def post_documents(body: Union[BatchIn, DocumentIn],
+                       dry_run: bool = Query(False, description="only check; insert nothing")):
+        docs = body.documents if isinstance(body, BatchIn) else [body]
+        if len(docs) > max_batch:
+            return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
+                        f"{max_batch:,} (neardup serve --max-batch)")
+        recs = []
+        for d in docs:
+            r = {"id": d.id, "text": d.text}
+            if d.title is not None:
+                r["title"] = d.title
+            if d.published_at is not None:
+                r["published_at"] = d.published_at
+            if d.source is not None:
+                r["source"] = d.source
+            for k, v in (d.fields or {}).items():
+                if k not in r:
+                    r[k] = v
+            recs.append(r)
+        try:
+            if dry_run:
+                vs = idx.add(recs, fields=FIELDS, dry_run=True)
+            else:
+                with writes:
+                    vs = idx.add(recs, fields=FIELDS)
+        except DuplicateIdError as exc:
+            return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
+        except RecordError as exc:
+            where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
+            return _err(422, "bad_document", f"{where}: {exc.field or 'document'}: {exc.reason}",
+                        {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
+        except IndexCorruptError as exc:
+            return _err(500, "index_corrupt", str(exc))
+        return {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": [v.as_dict() for v in vs]}
+
+    @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
+    def get_document(doc_id: str):
+        try:
+            d = idx.get_document(doc_id)
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+        d["published_at"] = _finite(d["published_at"])
+        return d
+
+    @app.delete("/v1/documents/{doc_id}", responses=ERR, summary="Remove an article (its cluster may split)")
+    def delete_document(doc_id: str) -> dict:
+        try:
+            with writes:
+                n = idx.remove([doc_id])
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+        return {"removed": n, "id": doc_id}
+
+    @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
+    def recent(limit: int = Query(24, ge=1, le=500), snippets: bool = True):
+        cards = idx.recent_clusters(limit=limit)
+        if snippets and idx.config.store_text:
+            for c in cards:
+                try:
+                    t = idx.get_document(c["keeper"])
+                    txt = (t.get("title") + " — " if t.get("title") else "") + t.get("text", "")
+                    c["snippet"] = txt[:240]
+                except (DocumentNotFoundError, IndexCorruptError):
+                    c["snippet"] = None
+        return cards
+
+    @app.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
+    def get_cluster(cluster_id: int, texts: bool = False):
+        try:
+            return idx.get_cluster(cluster_id, texts=texts)
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+
+    @app.get("/v1/stats", responses=ERR, summary="Counts, sizes and settings")
+    def stats() -> dict:
+        return idx.stats()
+
+    @app.get("/v1/health", summary="Liveness")
+    def health() -> dict:
+        return {"status": "ok", "uptime_seconds": round(time.time() - started, 3)}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        from neardup.service.page import PAGE
+
+        return PAGE
+
+    @app.on_event("shutdown")
+    def _close() -> None:
+        if not isinstance(index, Index):
+            idx.close()
+
+    return app
+
+
+def _jsonable(x):
+    import json
+
+    return json.loads(json.dumps(x, default=str))
+
+
+def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
+          max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning") -> int:
+    import uvicorn
+
+    if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
+        Index.create(directory).close()
+    idx = Index.open(directory, threads=threads)
+    idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
+    app = create_app(idx, max_body=max_body, max_batch=max_batch)
+    print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    finally:
+        idx.close()
+    return 0
