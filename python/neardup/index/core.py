@@ -50,8 +50,8 @@ __all__ = ["Index", "IndexConfig", "Verdict"]
 
 #: adds of at least this many documents go straight to a segment file; smaller ones go to
 #: level 0 (SQLite) until it holds L0_MAX documents, then level 0 is flushed to a segment.
-SEGMENT_MIN = 20_000
-L0_MAX = 50_000
+SEGMENT_MIN = int(os.environ.get("NEARDUP_INDEX_SEGMENT_MIN", "20000"))
+L0_MAX = int(os.environ.get("NEARDUP_INDEX_L0_MAX", "50000"))
 PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
 
 CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
@@ -1009,8 +1009,9 @@ class Index:
             conn = self._writer()
             before = self.disk_bytes()
             st = self._state_for(conn)
-            parts = self._arrays(st)
+            parts = self._arrays(st) + [st.l0.postings(self.config.bands)]
             p = Postings.merge(parts, self.config.bands, st.tombstones)
+            p.docs = int(len(np.unique(np.concatenate([p.exact[1]] + [b[1] for b in p.bands]))))
             name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
             size, crc = write_segment(os.path.join(self.directory, name), p)
             # text log: copy live texts to a new file
