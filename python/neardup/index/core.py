@@ -252,7 +252,11 @@ class Index:
         idx = cls(directory, cfg, threads)
         idx._local.conn = conn
         idx._all_conns.append(conn)
-        idx._check_files(conn)
+        try:
+            idx._check_files(conn)
+        except BaseException:
+            idx.close()
+            raise
         return idx
 
     def _check_files(self, conn: sqlite3.Connection) -> None:
