@@ -7,6 +7,7 @@ being added. Every error is a JSON body ``{"error": {"status", "code", "message"
 from __future__ import annotations
 
 import math
+from contextlib import asynccontextmanager
 import os
 import threading
 import time
@@ -25,7 +26,9 @@ from neardup.io.records import Fields
 
 __all__ = ["create_app", "serve"]
 
-FIELDS = Fields(id="id", text="text", title="title", time="published_at", source="source")
+# The title is kept with the article but not compared: the guide compares article bodies, and a
+# changed headline must not hide a copy.
+FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="source")
 
 
 # ---------------------------------------------------------------------------- models
@@ -37,7 +40,7 @@ class DocumentIn(BaseModel):
                     "published_at": "2026-10-27T09:30:00+05:30", "source": "site-a"}})
     id: Union[StrictStr, StrictInt] = Field(description="unique id (a string or an integer)")
     text: StrictStr = Field(min_length=1, description="the article body")
-    title: StrictStr | None = Field(default=None, description="optional title, compared with the text")
+    title: StrictStr | None = Field(default=None, description="optional headline, kept but not compared")
     published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
         default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
     source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
@@ -146,7 +149,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     """The FastAPI application over `index` (an open :class:`Index` or a directory)."""
     idx = index if isinstance(index, Index) else Index.open(index)
     started = time.time()
-    app = FastAPI(title="neardup", version="1", description=(
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        if not isinstance(index, Index):  # opened here: closed here
+            idx.close()
+
+    app = FastAPI(title="neardup", version="1", lifespan=lifespan, description=(
         "Near-duplicate detection for a news feed: post articles, get a verdict for each "
         "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."))
     app.state.index = idx
@@ -181,6 +190,12 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         if any(e.get("type") == "json_invalid" for e in errs):
             e = next(e for e in errs if e.get("type") == "json_invalid")
             return _err(400, "invalid_json", f"the body is not valid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}")
+        # The body is a document or a batch: report the errors of the shape that was meant.
+        body = getattr(exc, "body", None)
+        meant = "BatchIn" if isinstance(body, dict) and "documents" in body else "DocumentIn"
+        mine = [e for e in errs if len(e.get("loc", ())) > 1 and e["loc"][1] == meant]
+        if mine:
+            errs = [{**e, "loc": (e["loc"][0],) + tuple(e["loc"][2:])} for e in mine]
         details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg")} for e in errs[:20]]
         first = details[0] if details else {"where": "", "problem": "invalid request"}
         return _err(422, "invalid_request", f"{first['where']}: {first['problem']}", _jsonable(details))
@@ -237,6 +252,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
         d["published_at"] = _finite(d["published_at"])
+        if d.get("title") is None and isinstance(d["fields"].get("title"), str):
+            d["title"] = d["fields"]["title"]
         return d
 
     @app.delete("/v1/documents/{doc_id}", responses=ERR, summary="Remove an article (its cluster may split)")
@@ -281,11 +298,6 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         from neardup.service.page import PAGE
 
         return PAGE
-
-    @app.on_event("shutdown")
-    def _close() -> None:
-        if not isinstance(index, Index):
-            idx.close()
 
     return app
 
