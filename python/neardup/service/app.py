@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import os
 import threading
 import time
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,14 +32,18 @@ FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="s
 
 
 # ---------------------------------------------------------------------------- models
+# "Has a character that is not white space" as Python's str.strip() sees white space, which is
+# how the pipeline's record check decides that a text or an id is empty.
+NOT_BLANK = "[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 class DocumentIn(BaseModel):
     """One article."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "example": {"id": "site-a-417", "text": "heavy rain is likely over coastal karnataka ...",
                     "published_at": "2026-10-27T09:30:00+05:30", "source": "site-a"}})
-    id: Union[StrictStr, StrictInt] = Field(description="unique id (a string or an integer)")
-    text: StrictStr = Field(min_length=1, description="the article body")
+    id: Union[Annotated[StrictStr, Field(pattern=NOT_BLANK)], StrictInt] = Field(
+        description="unique id (a string with a non-space character, or an integer)")
+    text: StrictStr = Field(min_length=1, pattern=NOT_BLANK, description="the article body (not blank)")
     title: StrictStr | None = Field(default=None, description="optional headline, kept but not compared")
     published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
         default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
@@ -202,7 +206,19 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
-        return _err(exc.status_code, "http_error", str(exc.detail))
+        r = _err(exc.status_code, "http_error", str(exc.detail))
+        for k, v in (getattr(exc, "headers", None) or {}).items():
+            r.headers[k] = v
+        if exc.status_code == 405:  # Allow: every method of every route on this path
+            from starlette.routing import Match
+
+            allowed = set()
+            for route in request.app.routes:
+                match, _ = route.matches({**request.scope, "method": "GET"})
+                if match != Match.NONE and getattr(route, "methods", None):
+                    allowed |= set(route.methods)
+            r.headers["Allow"] = ", ".join(sorted(allowed))
+        return r
 
     @app.exception_handler(Exception)
     async def on_any(request: Request, exc: Exception):  # pragma: no cover - a bug
