@@ -63,3 +63,10 @@ def test_hamming_forms() -> None:
 def test_bits_other_than_64_refused() -> None:
     with pytest.raises(neardup.InvalidParameterError, match="64"):
         neardup.SimHash(bits=32)
+
+
+def test_arrow_input() -> None:
+    pa = pytest.importorskip("pyarrow", reason="pyarrow is an optional dependency")
+    sh = neardup.SimHash()
+    texts = [X, Y, "", RAIN_BASE]
+    assert np.array_equal(sh.fingerprints(pa.chunked_array([texts[:1], texts[1:]])), sh.fingerprints(texts))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from neardup import _core
+from neardup._arrow import is_arrow_strings, string_buffers
 from neardup.errors import InvalidParameterError
 from neardup.shingle import Shingler
 
@@ -65,8 +66,15 @@ class SimHash:
         """Fingerprint of one text as a Python int (0 for a text with no tokens)."""
         return _core.simhash_fingerprint(self._shingler._inner, text)
 
-    def fingerprints(self, texts: Sequence[str], threads: int | None = None) -> np.ndarray:
-        """Fingerprints of many texts (``uint64``), with the GIL released."""
+    def fingerprints(self, texts: Sequence[str] | Any, threads: int | None = None) -> np.ndarray:
+        """Fingerprints of many texts (``uint64``), with the GIL released; ``texts`` is a
+        list of str or a pyarrow string array (read without copying)."""
+        if is_arrow_strings(texts):
+            parts = [
+                _core.simhash_fingerprints_arrow(self._shingler._inner, off, data, threads)
+                for off, data in string_buffers(texts)
+            ]
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
         return _core.simhash_fingerprints(self._shingler._inner, texts, threads)
 
     @staticmethod

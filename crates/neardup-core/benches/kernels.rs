@@ -37,7 +37,8 @@ fn time<F: FnMut()>(label: &str, n: usize, mut f: F) {
 }
 
 fn main() {
-    let n = 5000;
+    // `cargo bench -p neardup-core -- 20000` sets the number of documents.
+    let n = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(5000);
     let docs = corpus(n, 300);
     let sh = Shingler::new(5, Unit::Word, ShingleHash::Xxh3, 0).unwrap();
     let mut ts = TokenStream::default();

@@ -16,6 +16,7 @@ pub mod shingle;
 pub mod simhash;
 pub mod stopwords;
 pub mod tokenize;
+mod tokenize_simd;
 pub mod unionfind;
 // Pipeline kernels (exact self-join, pair verification, SimHash tables, exact-pass keys).
 pub mod allpairs;

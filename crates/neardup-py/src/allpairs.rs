@@ -129,13 +129,15 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyo3(signature = (texts, threads=None))]
 fn _exact_keys<'py>(
     py: Python<'py>,
-    texts: Vec<String>,
+    texts: &Bound<'py, PyAny>,
     threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
-    let n = texts.len();
+    let owned = crate::convert::Texts::extract(texts)?; // borrowed UTF-8, no copy
+    let strs = owned.strs()?;
+    let n = strs.len();
     let mut keys = vec![0u64; n];
     let mut ntok = vec![0u64; n];
-    py.detach(|| in_pool(threads, || neardup_core::exactkey::exact_keys(&texts, &mut keys, &mut ntok)))?;
+    py.detach(|| in_pool(threads, || neardup_core::exactkey::exact_keys(&strs, &mut keys, &mut ntok)))?;
     Ok((keys.into_pyarray(py), ntok.into_pyarray(py)))
 }
 

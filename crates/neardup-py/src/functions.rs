@@ -81,6 +81,25 @@ pub fn simhash_fingerprints<'py>(
     Ok(PyArray1::from_vec(py, out))
 }
 
+/// Fingerprints of an Arrow string array passed as its (int64 offsets, uint8 data).
+#[pyfunction]
+#[pyo3(signature = (shingler, offsets, data, threads=None))]
+pub fn simhash_fingerprints_arrow<'py>(
+    py: Python<'py>,
+    shingler: &PyShingler,
+    offsets: PyReadonlyArray1<'py, i64>,
+    data: PyReadonlyArray1<'py, u8>,
+    threads: Option<i64>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let offsets = offsets.as_slice().map_err(|e| param_err(py, format!("offsets: {e}")))?;
+    let data = data.as_slice().map_err(|e| param_err(py, format!("data: {e}")))?;
+    let strs = crate::convert::arrow_strs(py, offsets, data)?;
+    let t = crate::convert::threads(py, threads)?;
+    let mut out = vec![0u64; strs.len()];
+    detached(py, || batch::with_threads(t, || batch::fingerprints(&shingler.inner, &strs, &mut out)))?;
+    Ok(PyArray1::from_vec(py, out))
+}
+
 #[pyfunction]
 pub fn simhash_from_weighted(py: Python<'_>, ids: PyReadonlyArray1<'_, u64>, weights: PyReadonlyArray1<'_, u32>) -> PyResult<u64> {
     let (i, w) = (ids.as_array(), weights.as_array());

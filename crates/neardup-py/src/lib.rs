@@ -20,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::estimate_jaccard_rows, m)?)?;
     m.add_function(wrap_pyfunction!(functions::simhash_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(functions::simhash_fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::simhash_fingerprints_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(functions::simhash_from_weighted, m)?)?;
     m.add_function(wrap_pyfunction!(functions::candidate_probability, m)?)?;
     m.add_function(wrap_pyfunction!(functions::optimal_params, m)?)?;

@@ -86,7 +86,7 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
     with open(os.path.join(outdir, "report.json"), encoding="utf-8") as f:
         report = json.load(f)
     o = report["options"]
-    fields = Fields(**o["fields"])
+    fields = Fields(**{**o["fields"], "time": None, "source": None})  # only ids and texts matter here
     t = float(threshold if threshold is not None else o["threshold"])
     gt = ground_truth(corpus, t, fields=fields, k=o["k"], unit=o["unit"], on_error=o["on_error"],
                       max_chars=o["max_chars"], threads=threads)

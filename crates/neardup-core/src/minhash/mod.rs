@@ -126,7 +126,8 @@ impl MinHasher {
                         ),
                     });
                 }
-                affine32::signature(a, b, ids.iter().map(|&x| x as u32), out)
+                let ids32: Vec<u32> = ids.iter().map(|&x| x as u32).collect();
+                affine32::signature(a, b, &ids32, out)
             }
             Scheme::Oph { seed, .. } => oph::signature(*seed, ids, out),
         }
