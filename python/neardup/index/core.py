@@ -517,9 +517,16 @@ class Index:
         new_match: list[str | None] = [None] * n
         sim_jobs: list[tuple[str, int, str, int, int]] = []  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
         prefer = self.config.prefer_source
+        absorbed: dict[int, list[int]] = {}
+        for o, t in merged.items():
+            absorbed.setdefault(t, []).append(o)
+        new_set = set(new_clusters)
         for c in affected:
-            olds = [m for cc in [c] + [o for o, t in merged.items() if t == c] for m in old_members.get(cc, [])]
             news = batch_by_cluster.get(c, [])
+            if c in new_set and len(news) == 1:  # a story of its own: the common case, no rule to run
+                cluster_rows[c] = (int(doc_nums[news[0]]), 1)
+                continue
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
             # candidates for keeper: (time, source rank, id) — the pipeline's rule
             ids = [m["id"] for m in olds] + [docs[i].key for i in news]
             times = np.array([_nan(m["published_at"]) for m in olds] + [docs[i].time for i in news], dtype=np.float64)
@@ -566,7 +573,7 @@ class Index:
         pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs]
 
         # verdicts
-        alt_ids = self._alternates(conn, cluster_rows, old_members, merged, batch_by_cluster, docs, doc_nums)
+        alt_ids = self._alternates(conn, cluster_rows, old_members, absorbed, batch_by_cluster, docs, doc_nums)
         verdicts = []
         for i, c in enumerate(docs):
             cl = int(cluster_of[i])
@@ -604,10 +611,13 @@ class Index:
                     "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8]})
         return out
 
-    def _alternates(self, conn, cluster_rows, old_members, merged, batch_by_cluster, docs, doc_nums):
+    def _alternates(self, conn, cluster_rows, old_members, absorbed, batch_by_cluster, docs, doc_nums):
         out = {}
-        for c, (kdoc, _size) in cluster_rows.items():
-            olds = [m for cc in [c] + [o for o, t in merged.items() if t == c] for m in old_members.get(cc, [])]
+        for c, (kdoc, size) in cluster_rows.items():
+            if size == 1:
+                out[c] = (docs[batch_by_cluster[c][0]].id, [])
+                continue
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
             members = [(m["doc"], m["id_value"]) for m in olds] + [(int(doc_nums[i]), docs[i].id) for i in batch_by_cluster.get(c, [])]
             kid = next(v for d, v in members if d == kdoc)
             out[c] = (kid, [v for d, v in members if d != kdoc])
