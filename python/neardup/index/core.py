@@ -505,7 +505,8 @@ class Index:
         next_doc = int(self._meta(conn, "next_doc"))
         doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
         affected = sorted(set(cluster_of.tolist()))
-        old_members = self._cluster_members(conn, [c for c in affected if c not in new_clusters] + list(merged))
+        new_set = set(new_clusters)
+        old_members = self._cluster_members(conn, [c for c in affected if c not in new_set] + list(merged))
         old_keeper = {c: k for c, k in conn.execute(
             f"SELECT cluster, keeper FROM clusters WHERE cluster IN ({','.join('?' * len(touched))})", touched)} if touched else {}
         batch_by_cluster: dict[int, list[int]] = {}
@@ -520,24 +521,33 @@ class Index:
         absorbed: dict[int, list[int]] = {}
         for o, t in merged.items():
             absorbed.setdefault(t, []).append(o)
-        new_set = set(new_clusters)
+        # the pipeline's keeper rule, vectorised over every cluster with more than one member
+        multi = []
+        ent_lab, ent_id, ent_t, ent_src, ent_doc = [], [], [], [], []
         for c in affected:
             news = batch_by_cluster.get(c, [])
             if c in new_set and len(news) == 1:  # a story of its own: the common case, no rule to run
                 cluster_rows[c] = (int(doc_nums[news[0]]), 1)
                 continue
             olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
-            # candidates for keeper: (time, source rank, id) — the pipeline's rule
-            ids = [m["id"] for m in olds] + [docs[i].key for i in news]
-            times = np.array([_nan(m["published_at"]) for m in olds] + [docs[i].time for i in news], dtype=np.float64)
-            srcs = [m["source"] for m in olds] + [docs[i].source for i in news]
-            m = len(ids)
-            id_rank = np.empty(m, np.int64)
-            id_rank[np.argsort(np.array(ids, dtype=str), kind="stable")] = np.arange(m)
-            ordered, _ = pick_keepers(np.zeros(m, np.int64), np.arange(m), times, source_ranks(srcs, prefer), id_rank)
-            kpos = int(ordered[0])
-            keeper_doc = olds[kpos]["doc"] if kpos < len(olds) else int(doc_nums[news[kpos - len(olds)]])
-            cluster_rows[c] = (keeper_doc, m)
+            multi.append((c, olds, news))
+            k = len(multi) - 1
+            for m in olds:
+                ent_lab.append(k), ent_id.append(m["id"]), ent_t.append(_nan(m["published_at"]))
+                ent_src.append(m["source"]), ent_doc.append(m["doc"])
+            for i in news:
+                ent_lab.append(k), ent_id.append(docs[i].key), ent_t.append(docs[i].time)
+                ent_src.append(docs[i].source), ent_doc.append(int(doc_nums[i]))
+        if multi:
+            e = len(ent_lab)
+            id_rank = np.empty(e, np.int64)
+            id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e)
+            ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e), np.array(ent_t, np.float64),
+                                           source_ranks(ent_src, prefer), id_rank)
+            keeper_of_multi = [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
+        for k, (c, olds, news) in enumerate(multi):
+            keeper_doc = keeper_of_multi[k]
+            cluster_rows[c] = (keeper_doc, len(olds) + len(news))
             keeper_changed = old_keeper.get(c) != keeper_doc
             for p_, mm in enumerate(olds):
                 if mm["doc"] == keeper_doc:
@@ -555,7 +565,7 @@ class Index:
         # closest earlier document of each batch document
         closest: list[tuple[Any, float, str] | None] = [None] * n
         for i in np.flatnonzero(arch_exact >= 0).tolist():
-            closest[i] = (meta[int(arch_exact[i])]["id"], 1.0, "exact")
+            closest[i] = (meta[int(arch_exact[i])]["id_value"], 1.0, "exact")
         for i in np.flatnonzero(batch_exact >= 0).tolist():
             closest[i] = (docs[int(batch_exact[i])].id, 1.0, "exact")
 
