@@ -105,6 +105,9 @@ def register(sub) -> None:
     p.add_argument("--init", action="store_true", help="create the index in DIR if there is none")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--log-level", default="warning")
+    p.add_argument("--sync", choices=["full", "normal"], default="full",
+                   help="full (default): every commit fsynced, survives a power cut; normal: not fsynced "
+                        "per commit (survives a crash of the process, may lose the last adds on a power cut)")
 
 
 def _config_checks(q: argparse.ArgumentParser) -> None:
@@ -335,7 +338,7 @@ def _serve(a) -> int:
     from neardup.service.app import serve
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
-                 threads=a.threads, log_level=a.log_level)
+                 threads=a.threads, log_level=a.log_level, sync=a.sync)
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,

@@ -152,7 +152,10 @@ class Index:
     create with :meth:`Index.create`); close it (or use ``with``)."""
 
     # ------------------------------------------------------------------ open / create
-    def __init__(self, directory: str, config: IndexConfig, threads: int | None) -> None:
+    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full") -> None:
+        if sync not in ("full", "normal"):
+            raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
+        self.sync = sync
         self.directory = directory
         self.config = config
         self.threads = threads
@@ -205,10 +208,16 @@ class Index:
         return cls.open(directory, threads=threads)
 
     @classmethod
-    def open(cls, directory: str | os.PathLike, *, threads: int | None = None, **expected) -> "Index":
+    def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
+             **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
-        write takes the writer lock (:class:`IndexLockedError` if another process holds it)."""
+        write takes the writer lock (:class:`IndexLockedError` if another process holds it).
+
+        ``sync="full"`` (default): every add is fsynced (text log, segment, SQLite WAL) before it
+        returns: it survives a power cut. ``sync="normal"``: the text log and the WAL are not
+        fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
+        and survives the process being killed, but the last adds may be lost on a power cut."""
         directory = os.fspath(directory)
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
@@ -249,7 +258,7 @@ class Index:
                 f"{directory}: this build of neardup computes different signatures for the index's scheme "
                 f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
                 f"({meta.get('neardup_version')}); rebuild the index")
-        idx = cls(directory, cfg, threads)
+        idx = cls(directory, cfg, threads, sync)
         idx._local.conn = conn
         idx._all_conns.append(conn)
         try:
@@ -308,6 +317,8 @@ class Index:
         if self._wconn is None:
             self._lock.acquire()
             conn = store.connect(os.path.join(self.directory, DB_NAME))
+            if self.sync == "normal":
+                conn.execute("PRAGMA synchronous = NORMAL")
             self._all_conns.append(conn)
             self._recover(conn)
             self._wconn = conn
@@ -766,6 +777,15 @@ class Index:
                 v.inserted = True
             return plan.verdicts
 
+    def existing_ids(self, keys: list[str]) -> set[str]:
+        """Which of these ids (as strings) are in the index."""
+        conn = self._conn()
+        out: set[str] = set()
+        for s in range(0, len(keys), 30000):
+            chunk = keys[s : s + 30000]
+            out.update(r[0] for r in conn.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
     def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
         if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
@@ -798,7 +818,8 @@ class Index:
                 f.write(b"".join(parts))
                 f.truncate(off)
                 f.flush()
-                os.fsync(f.fileno())
+                if self.sync == "full":
+                    os.fsync(f.fileno())
                 new_committed = off
         # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
         tok = np.flatnonzero(plan.has_tok)

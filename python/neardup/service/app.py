@@ -6,10 +6,10 @@ being added. Every error is a JSON body ``{"error": {"status", "code", "message"
 """
 from __future__ import annotations
 
+import asyncio
 import math
 from contextlib import asynccontextmanager
 import os
-import threading
 import time
 from typing import Annotated, Any, Union
 
@@ -17,6 +17,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.index import Index
@@ -156,6 +157,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     @asynccontextmanager
     async def lifespan(_app):
         yield
+        writer.close()
         if not isinstance(index, Index):  # opened here: closed here
             idx.close()
 
@@ -164,29 +166,12 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."))
     app.state.index = idx
     app.state.max_body = max_body
-    writes = threading.Lock()
+    from neardup.service.writer import GroupWriter
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        if request.method in ("POST", "PUT", "PATCH"):
-            cl = request.headers.get("content-length")
-            if cl is not None:
-                try:
-                    n = int(cl)
-                except ValueError:
-                    return _err(400, "bad_content_length", "the Content-Length header is not a number")
-                if n > app.state.max_body:
-                    return _err(413, "body_too_large", f"the request body has {n:,} bytes, over the limit of "
-                                f"{app.state.max_body:,} (neardup serve --max-body)")
-            else:
-                body = b""
-                async for chunk in request.stream():
-                    body += chunk
-                    if len(body) > app.state.max_body:
-                        return _err(413, "body_too_large", f"the request body is over the limit of "
-                                    f"{app.state.max_body:,} bytes (neardup serve --max-body)")
-                request._body = body  # noqa: SLF001 - starlette reads it back from here
-        return await call_next(request)
+    writer = GroupWriter(idx, FIELDS)
+    writes = writer.lock
+
+    app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
@@ -226,8 +211,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.post("/v1/documents", response_model=AddOut, responses=ERR,
               summary="Check one article or a batch against the index, and add them")
-    def post_documents(body: Union[BatchIn, DocumentIn],
-                       dry_run: bool = Query(False, description="only check; insert nothing")):
+    async def post_documents(body: Union[BatchIn, DocumentIn],
+                             dry_run: bool = Query(False, description="only check; insert nothing")):
         docs = body.documents if isinstance(body, BatchIn) else [body]
         if len(docs) > max_batch:
             return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
@@ -247,10 +232,9 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             recs.append(r)
         try:
             if dry_run:
-                vs = idx.add(recs, fields=FIELDS, dry_run=True)
+                vs = await run_in_threadpool(idx.add, recs, fields=FIELDS, dry_run=True)
             else:
-                with writes:
-                    vs = idx.add(recs, fields=FIELDS)
+                vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
         except DuplicateIdError as exc:
             return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
         except RecordError as exc:
@@ -306,7 +290,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return idx.stats()
 
     @app.get("/v1/health", summary="Liveness")
-    def health() -> dict:
+    async def health() -> dict:
         return {"status": "ok", "uptime_seconds": round(time.time() - started, 3)}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -318,6 +302,51 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     return app
 
 
+class BodyLimit:
+    """Pure ASGI middleware: a request body over the limit gets 413 before it is parsed."""
+
+    def __init__(self, app, limit) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        limit = self.limit()
+        cl = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+        if cl is not None:
+            try:
+                n = int(cl)
+            except ValueError:
+                return await _err(400, "bad_content_length", "the Content-Length header is not a number")(scope, receive, send)
+            if n > limit:
+                return await _err(413, "body_too_large", f"the request body has {n:,} bytes, over the limit of "
+                                  f"{limit:,} (neardup serve --max-body)")(scope, receive, send)
+            return await self.app(scope, receive, send)
+        # no length given (chunked): read it here, within the limit, then hand it on
+        body = b""
+        more = True
+        while more:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return
+            body += msg.get("body", b"")
+            more = msg.get("more_body", False)
+            if len(body) > limit:
+                return await _err(413, "body_too_large", f"the request body is over the limit of {limit:,} bytes "
+                                  "(neardup serve --max-body)")(scope, receive, send)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+
 def _jsonable(x):
     import json
 
@@ -325,12 +354,13 @@ def _jsonable(x):
 
 
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
-          max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning") -> int:
+          max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
+          sync: str = "full") -> int:
     import uvicorn
 
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
-    idx = Index.open(directory, threads=threads)
+    idx = Index.open(directory, threads=threads, sync=sync)
     idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
     app = create_app(idx, max_body=max_body, max_batch=max_batch)
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
