@@ -14,6 +14,7 @@ import time
 from typing import Annotated, Any, Union
 
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as FPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
@@ -279,7 +280,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return cards
 
     @app.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
-    def get_cluster(cluster_id: int, texts: bool = False):
+    def get_cluster(cluster_id: int = FPath(ge=0, le=2**63 - 1), texts: bool = False):
         try:
             return idx.get_cluster(cluster_id, texts=texts)
         except DocumentNotFoundError as exc:
