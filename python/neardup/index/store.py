@@ -231,16 +231,23 @@ class L0:
 def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (query index, document) with keys[query] == posting key, over sorted posting arrays."""
     qi_parts, d_parts = [], []
+    if len(q) == 0 or not any(len(k) for k, _ in arrays):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # sorted needles: numpy's binary search then walks forward from the last hit (cache friendly)
+    order = np.argsort(q, kind="stable")
+    qs = q[order]
     for keys, docs in arrays:
-        if len(keys) == 0 or len(q) == 0:
+        if len(keys) == 0:
             continue
-        lo = np.searchsorted(keys, q, "left")
-        hi = np.searchsorted(keys, q, "right")
+        lo = np.searchsorted(keys, qs, "left")
+        hit = np.flatnonzero(keys[np.minimum(lo, len(keys) - 1)] == qs)
+        if len(hit) == 0:
+            continue
+        lo = lo[hit]
+        hi = np.searchsorted(keys, qs[hit], "right")
         cnt = hi - lo
         tot = int(cnt.sum())
-        if tot == 0:
-            continue
-        qi = np.repeat(np.arange(len(q)), cnt)
+        qi = np.repeat(order[hit], cnt)
         starts = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
         pos = starts + np.arange(tot)
         qi_parts.append(qi)
