@@ -84,7 +84,7 @@ class Postings:
 def _sorted(keys: np.ndarray, docs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keys = np.asarray(keys, dtype=np.uint64)
     docs = np.asarray(docs, dtype=np.uint32)
-    order = np.lexsort((docs, keys))
+    order = np.argsort(keys, kind="stable")  # documents within a key: any order will do
     return np.ascontiguousarray(keys[order]), np.ascontiguousarray(docs[order])
 
 

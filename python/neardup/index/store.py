@@ -217,15 +217,17 @@ class L0:
         return qi_a, d_a
 
     def postings(self, bands: int) -> Postings:
+        ks: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
+        ds: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
+        for (b, k), docs in self.map.items():  # one pass over the map
+            ks[b].extend([k] * len(docs))
+            ds[b].extend(docs)
+
         def part(j: int):
-            ks, ds = [], []
-            for (b, k), docs in self.map.items():
-                if b == j:
-                    ks.extend([k] * len(docs))
-                    ds.extend(docs)
-            return np.array(ks, np.uint64), np.array(ds, np.uint32)
+            return np.array(ks[j], np.uint64), np.array(ds[j], np.uint32)
 
         return Postings.build_sorted(part(-1), [part(j) for j in range(bands)], len(self.docs))
+
 
 
 def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
