@@ -113,10 +113,18 @@ def split_chunks(path: str, parts: int, prefix: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------ helpers
+CPU: list[float] = []  # CPU seconds (user + system) of each neardup() call, in order
+
+
 def neardup(*args: str, env=None) -> tuple[float, str]:
+    """Run the CLI in a fresh process: (wall seconds, stdout); its CPU seconds go to CPU (on a
+    shared machine the CPU time is the steadier figure)."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "neardup.cli", *args], capture_output=True, text=True, env=env)
     dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime)
     if r.returncode != 0:
         raise SystemExit(f"neardup {' '.join(args)} failed ({r.returncode}): {r.stderr}")
     return dt, r.stdout
@@ -297,7 +305,7 @@ def main() -> None:
         for c in chunks:
             dt, _ = neardup("index", "add", d, c)
             t_build.append(dt)
-            print(f"archive add of {a.archive // a.chunks:,}: {dt:.2f} s", flush=True)
+            print(f"archive add of {a.archive // a.chunks:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU", flush=True)
             os.unlink(c)
         res["archive_adds_s"] = t_build
         # the day's add: a fresh process, end to end (import, read JSONL, check, sign, look up,
@@ -307,8 +315,10 @@ def main() -> None:
         shutil.copytree(d, snap)
         dt, out = neardup("index", "add", d, day, "--json")
         res["day_add_s"] = dt
+        res["day_add_cpu_s"] = CPU[-1]
         res["day_add"] = json.loads(out.strip().splitlines()[-1])
-        print(f"day's add of {a.day:,}: {dt:.2f} s ({res['day_add']})", flush=True)
+        print(f"day's add of {a.day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
+              f"load average {os.getloadavg()}", flush=True)
         # the same add in-process, timed by stage
         res["day_add_stages"] = stage_breakdown(snap, day)
         shutil.rmtree(snap, ignore_errors=True)
