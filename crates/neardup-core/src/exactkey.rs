@@ -15,8 +15,58 @@ thread_local! {
     static STREAM: RefCell<TokenStream> = RefCell::new(TokenStream::default());
 }
 
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// ASCII fast path: for ASCII text, NFKC is the identity and `\w` is `[0-9A-Za-z_]`, so the
+/// tokens joined by one space are built in one pass over the bytes (no token stream).
+fn ascii_key(bytes: &[u8]) -> (u64, u64) {
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        // Branch-free: every byte is written (its lower-case form, or a space for a non-word
+        // byte) and the write position only advances for a word byte or for the first
+        // non-word byte after a word, so runs of separators become one space. The output is
+        // never longer than the input (plus one byte of slack for the last write).
+        if buf.len() < bytes.len() + 1 {
+            buf.resize(bytes.len() + 1, 0);
+        }
+        let out = &mut buf[..];
+        let (mut j, mut n, mut prev) = (0usize, 0u64, 0usize);
+        for &b in bytes {
+            let c = WORD[b as usize];
+            let w = (c != 0) as usize;
+            out[j] = c | (((w ^ 1) as u8) * b' ');
+            n += (w & (prev ^ 1)) as u64;
+            j += w | prev;
+            prev = w;
+        }
+        if j > 0 && prev == 0 {
+            j -= 1; // a trailing space
+        }
+        (xxhash_rust::xxh3::xxh3_64_with_seed(&out[..j], KEY_SEED), n)
+    })
+}
+
+/// ASCII byte -> its lower-case form if it is a word byte (`[0-9A-Za-z_]`), else 0.
+static WORD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 128 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            t[i] = b.to_ascii_lowercase();
+        }
+        i += 1;
+    }
+    t
+};
+
 /// (key, number of tokens) of one text.
 pub fn exact_key(text: &str) -> (u64, u64) {
+    if text.is_ascii() {
+        return ascii_key(text.as_bytes());
+    }
     STREAM.with(|cell| {
         let mut ts = cell.borrow_mut();
         tokenize(Unit::Word, text, None, &mut ts);
@@ -51,6 +101,29 @@ mod tests {
         assert_ne!(a.0, c.0);
         assert_eq!(a.1, 7);
         assert_eq!(exact_key("... !!").1, 0);
+    }
+
+    #[test]
+    fn ascii_fast_path_equals_tokeniser() {
+        let texts = [
+            "Heavy rain is likely over coastal Karnataka.",
+            "  snake_case AND CamelCase 55kmph -- x__y  ",
+            "",
+            "!!",
+            "a",
+            "tab\tnew\nline\r\nend",
+            "   ",
+            "x",
+            " x ",
+            "..a..b..",
+            "trailing space ",
+        ];
+        for t in texts {
+            let mut ts = TokenStream::default();
+            tokenize(Unit::Word, t, None, &mut ts);
+            let want = (xxhash_rust::xxh3::xxh3_64_with_seed(ts.text.as_bytes(), KEY_SEED), ts.len() as u64);
+            assert_eq!(ascii_key(t.as_bytes()), want, "{t:?}");
+        }
     }
 
     #[test]

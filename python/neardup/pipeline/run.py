@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +67,7 @@ class _Docs:
         self.sources: list[str | None] = []
         self.src: list[int] = []
         self.recno: list[int] = []
-        self.where: dict[str, tuple[str, int]] = {}
+        self.where: dict[str, int] = {}  # id -> document index (duplicate check)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -144,91 +146,150 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             skipped.append(err.as_dict())
 
     # ---- pass 1: scan, exact pass, signatures -------------------------------------------
+    # A reader thread parses and checks records (Python, holding the GIL) while this thread
+    # runs the exact-pass and signature kernels on the previous batch (Rust, GIL released), so
+    # the two overlap. Batches go through a queue of two.
     t_exact = 0.0
     t_sig = 0.0
     bar = _progress(opts.progress, "scan + signatures")
-    with log.stage("read") as st_read:
-        t_read0 = time.perf_counter()
-        for src_i, src in enumerate(sources):
-            batch_texts: list[str] = []
-            batch_docs: list[int] = []
+    batches: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+    read_clock = {"wall": 0.0, "cpu": 0.0, "blocked": 0.0}
+    _END = object()
 
-            def flush() -> None:
-                nonlocal t_exact, t_sig, no_tokens
-                if not batch_texts:
-                    return
-                t0 = time.perf_counter()
-                keys, ntok = _exact_keys(batch_texts, opts.threads)
-                rep = np.empty(len(keys), dtype=np.int64)
-                new_rows: list[int] = []
-                setdefault = first_of.setdefault
-                for row, (key, d, nt) in enumerate(zip(keys.tolist(), batch_docs, ntok.tolist())):
-                    if nt == 0:
-                        rep[row] = d  # nothing to compare: a document of its own
-                        continue
-                    r = setdefault(key, d)
-                    rep[row] = r
-                    if r == d:
-                        new_rows.append(row)
-                no_tokens += int((ntok == 0).sum())
-                exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
-                rep_of_parts.append(rep)
-                t1 = time.perf_counter()
-                t_exact += t1 - t0
-                if new_rows:
-                    sig = signer.batch([batch_texts[i] for i in new_rows])
-                    sig_parts.append(sig)
-                    sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
-                t_sig += time.perf_counter() - t1
-                if bar is not None:
-                    bar.update(len(batch_texts))
-                batch_texts.clear()
-                batch_docs.clear()
+    def put(item) -> bool:
+        t0 = time.perf_counter()
+        while not stop.is_set():
+            try:
+                batches.put(item, timeout=0.1)
+                read_clock["blocked"] += time.perf_counter() - t0
+                return True
+            except queue.Full:
+                continue
+        return False
 
-            for recno, rec in src.records():
-                if isinstance(rec, RecordError):
-                    fail(rec, src_i)
-                    continue
-                try:
-                    c = check_record(rec, fields, limits, src.name, recno)
-                except RecordError as err:
-                    fail(err, src_i)
-                    continue
-                if c.time_error is not None:
-                    n_bad_times += 1
-                    if len(bad_times) < MAX_SKIPPED_LISTED:
-                        bad_times.append({"file": src.name, "line": recno, "field": fields.time, "reason": c.time_error})
-                prev = docs.where.get(c.key)
-                if prev is not None:
-                    fail(
-                        RecordError(
-                            src.name, recno, f"duplicate id {c.key!r} (first at {prev[0]}:{prev[1]})", field=fields.id
-                        ),
-                        src_i,
-                    )
-                    continue
+    def reader() -> None:
+        nonlocal n_bad_times
+        w0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            for src_i, src in enumerate(sources):
+                batch_texts: list[str] = []
+                batch_docs: list[int] = []
+                name = src.name
+                where = docs.where
+                ids_append, keys_append = docs.ids.append, docs.keys.append
+                times_append, sources_append = docs.times.append, docs.sources.append
+                src_append, recno_append = docs.src.append, docs.recno.append
+                batch_size = opts.batch_size
                 d = len(docs)
-                docs.where[c.key] = (src.name, recno)
-                docs.ids.append(c.id)
-                docs.keys.append(c.key)
-                docs.times.append(c.time)
-                docs.sources.append(c.source)
-                docs.src.append(src_i)
-                docs.recno.append(recno)
-                per_input[src_i]["records"] += 1
-                batch_texts.append(c.text)
-                batch_docs.append(d)
-                if len(batch_texts) >= opts.batch_size:
-                    flush()
-            flush()
+                n_before = d
+                for recno, rec in src.records():
+                    if stop.is_set():
+                        return
+                    if type(rec) is not dict:
+                        fail(rec, src_i)
+                        continue
+                    try:
+                        c = check_record(rec, fields, limits, name, recno)
+                    except RecordError as err:
+                        fail(err, src_i)
+                        continue
+                    key = c.key
+                    prev = where.get(key)
+                    if prev is not None:
+                        fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
+                                         f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id),
+                             src_i)
+                        continue
+                    if c.time_error is not None:
+                        n_bad_times += 1
+                        if len(bad_times) < MAX_SKIPPED_LISTED:
+                            bad_times.append({"file": name, "line": recno, "field": fields.time,
+                                              "reason": c.time_error})
+                    where[key] = d
+                    ids_append(c.id)
+                    keys_append(key)
+                    times_append(c.time)
+                    sources_append(c.source)
+                    src_append(src_i)
+                    recno_append(recno)
+                    batch_texts.append(c.text)
+                    batch_docs.append(d)
+                    d += 1
+                    if len(batch_texts) >= batch_size:
+                        if not put((batch_texts, batch_docs)):
+                            return
+                        batch_texts, batch_docs = [], []
+                per_input[src_i]["records"] = d - n_before
+                if batch_texts and not put((batch_texts, batch_docs)):
+                    return
+            put(_END)
+        except BaseException as exc:  # handed to the main thread, which raises it
+            put(exc)
+        finally:
+            read_clock["wall"] = time.perf_counter() - w0
+            read_clock["cpu"] = time.thread_time() - c0
+
+    def consume(batch_texts: list[str], batch_docs: list[int]) -> None:
+        nonlocal t_exact, t_sig, no_tokens
+        t0 = time.perf_counter()
+        keys, ntok = _exact_keys(batch_texts, opts.threads)
+        rep = np.empty(len(keys), dtype=np.int64)
+        new_rows: list[int] = []
+        setdefault = first_of.setdefault
+        for row, (key, d, nt) in enumerate(zip(keys.tolist(), batch_docs, ntok.tolist())):
+            if nt == 0:
+                rep[row] = d  # nothing to compare: a document of its own
+                continue
+            r = setdefault(key, d)
+            rep[row] = r
+            if r == d:
+                new_rows.append(row)
+        no_tokens += int((ntok == 0).sum())
+        exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
+        rep_of_parts.append(rep)
+        t1 = time.perf_counter()
+        t_exact += t1 - t0
+        if new_rows:
+            sig = signer.batch([batch_texts[i] for i in new_rows])
+            sig_parts.append(sig)
+            sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
+        t_sig += time.perf_counter() - t1
+        if bar is not None:
+            bar.update(len(batch_texts))
+
+    with log.stage("read") as st_read:
+        thread = threading.Thread(target=reader, name="neardup-reader", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = batches.get()
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                consume(*item)
+        finally:
+            stop.set()
+            while thread.is_alive():  # let a blocked reader see `stop`
+                try:
+                    batches.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            thread.join()
         st_read.count = len(docs)
     if bar is not None:
         bar.close()
-    read_stage = log.stages[-1]
-    read_stage.seconds = max(0.0, read_stage.seconds - t_exact - t_sig)
-    read_stage.note = "parse and check records"
-    log.stages.append(type(read_stage)("exact", t_exact, None, "normalise and hash; group identical texts", peak_rss_mb()))
-    log.stages.append(type(read_stage)("signatures", t_sig, None, "", peak_rss_mb()))
+    scan = log.stages[-1]
+    scan_wall, scan_cpu = scan.seconds, scan.cpu_seconds
+    scan.seconds = max(0.0, read_clock["wall"] - read_clock["blocked"])
+    scan.cpu_seconds = read_clock["cpu"]
+    scan.note = "parse and check records (a thread, overlapping the next two stages)"
+    Stage = type(scan)
+    log.stages.append(Stage("exact", t_exact, None, None, "normalise and hash; group identical texts", peak_rss_mb()))
+    log.stages.append(Stage("signatures", t_sig, None, None, "", peak_rss_mb()))
+    log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),
+                "note": "the whole first pass (read, exact, signatures overlap)"}
     docs.where = {}  # no longer needed: free it
 
     n = len(docs)
@@ -393,6 +454,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         report["outdir"] = os.fspath(out)
         report["files"] = files + ["report.json"]
     report["stages"] = log.as_list()
+    report["first_pass"] = getattr(log, "scan", None)
     report["seconds"] = round(time.perf_counter() - t_start, 4)
     report["peak_rss_mb"] = peak_rss_mb()
     if out is not None:
@@ -439,16 +501,21 @@ def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: _Signer, fiel
             texts.clear()
             slots.clear()
 
+    bar = _progress(opts.progress, "verify: re-read candidates", total=len(set_docs))
     for s_i, src_obj in enumerate(sources):
         if masks[s_i] is None:
             continue
         for recno, rec_obj in src_obj.records(masks[s_i]):
+            if bar is not None:
+                bar.update(1)
             c = check_record(rec_obj, fields, limits, src_obj.name, recno)
             texts.append(c.text)
             slots.append(slot[(s_i, recno)])
             if len(texts) >= opts.batch_size:
                 flush()
     flush()
+    if bar is not None:
+        bar.close()
     missing = [i for i, h in enumerate(out) if h is None]
     if missing:
         raise RuntimeError(f"{len(missing)} candidate documents could not be read again (did an input change?)")
@@ -469,9 +536,10 @@ def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupRe
     return ["clusters.jsonl", "pairs.jsonl", kept_name]
 
 
-def _kept_records(sources, docs, kept_mask, alternates):
-    """(source index, recno, record dict or raw JSON line, alternates) for each kept record."""
+def _kept_records(sources, docs, kept_mask, alternates, progress=False):
+    """(record dict or raw JSON line, alternates) for each kept record, in input order."""
     kept = np.flatnonzero(kept_mask)
+    bar = _progress(progress, "write kept records", total=len(kept))
     masks = _wanted_masks(docs, kept, len(sources))
     src = np.asarray(docs.src, dtype=np.int64)
     rec = np.asarray(docs.recno, dtype=np.int64)
@@ -482,7 +550,11 @@ def _kept_records(sources, docs, kept_mask, alternates):
         it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
         for recno, obj in it:
             d = doc_at.get((s_i, recno))
+            if bar is not None:
+                bar.update(1)
             yield obj, (alternates[d] if d is not None else [])
+    if bar is not None:
+        bar.close()
 
 
 _ALT = b'"alternates"'
@@ -490,24 +562,64 @@ _ALT = b'"alternates"'
 
 def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, docs, kept_mask, alternates)
+        _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts)
         return
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        if all(isinstance(s, JsonlSource) for s in sources):
+            _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts)
+            return
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
-                line = obj.rstrip()
-                if line.endswith(b"}") and _ALT not in line:
-                    f.write(line[:-1] + b',"alternates":' + dumps(alts).encode("utf-8") + b"}\n")
-                    continue
-                import json
-
-                obj = json.loads(line)
+                obj = _with_alternates(obj, dumps(alts).encode("utf-8"))
+                f.write(obj)
+                f.write(b"\n")
+                continue
             obj["alternates"] = alts
             f.write(dumps(obj).encode("utf-8"))
             f.write(b"\n")
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
+def _with_alternates(line: bytes, alts_json: bytes) -> bytes:
+    """The JSON object `line` with an "alternates" field: the original bytes are kept and the
+    field added before the closing brace; a line that already has the field is re-encoded."""
+    line = line.rstrip()
+    if line.endswith(b"}") and _ALT not in line:
+        return line[:-1] + b',"alternates":' + alts_json + b"}"
+    import json
+
+    obj = json.loads(line)
+    obj["alternates"] = json.loads(alts_json)
+    return dumps(obj).encode("utf-8")
+
+
+def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts) -> None:
+    """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
+    kept = np.flatnonzero(kept_mask)
+    masks = _wanted_masks(docs, kept, len(sources))
+    src = np.asarray(docs.src, dtype=np.int64)
+    rec = np.asarray(docs.recno, dtype=np.int64)
+    bar = _progress(opts.progress, "write kept records", total=len(kept))
+    for s_i, s in enumerate(sources):
+        m = masks[s_i]
+        if m is None:
+            continue
+        alt = {int(rec[d]): dumps(a).encode("utf-8") for d, a in alternates.items() if src[d] == s_i}
+        empty = b"[]"
+        for start, lines in s.blocks():
+            sel = m[start : start + len(lines)]
+            idx = np.flatnonzero(sel).tolist()
+            if not idx:
+                continue
+            out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
+            out.append(b"")
+            f.write(b"\n".join(out))
+            if bar is not None:
+                bar.update(len(idx))
+    if bar is not None:
+        bar.close()
+
+
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts) -> None:
     import json
 
     import pyarrow as pa
@@ -529,7 +641,7 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
         rows.clear()
 
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
                 obj = json.loads(obj)
             obj["alternates"] = [str(a) for a in alts]
