@@ -76,66 +76,14 @@ impl<'a, T> Csr<'a, T> {
     }
 }
 
-/// Size of the intersection of two sorted, distinct slices.
-pub fn intersection_size<T: Ord + Copy>(a: &[T], b: &[T]) -> usize {
-    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    if small.is_empty() {
-        return 0;
-    }
-    // Galloping when the sizes are very uneven (a story pasted into a long page).
-    if large.len() > 16 * small.len() {
-        let mut count = 0;
-        let mut lo = 0;
-        for x in small {
-            match large[lo..].binary_search(x) {
-                Ok(p) => {
-                    count += 1;
-                    lo += p + 1;
-                }
-                Err(p) => lo += p,
-            }
-            if lo >= large.len() {
-                break;
-            }
-        }
-        return count;
-    }
-    let (mut i, mut j, mut count) = (0, 0, 0);
-    while i < small.len() && j < large.len() {
-        let (x, y) = (small[i], large[j]);
-        if x == y {
-            count += 1;
-            i += 1;
-            j += 1;
-        } else if x < y {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    count
-}
+pub use crate::measures::intersection_size;
 
 /// The similarity of two set sizes with `inter` shared items.
 #[inline]
 pub fn similarity(measure: Measure, len_a: usize, len_b: usize, inter: usize) -> f64 {
     match measure {
-        Measure::Jaccard => {
-            let union = len_a + len_b - inter;
-            if union == 0 {
-                0.0
-            } else {
-                inter as f64 / union as f64
-            }
-        }
-        Measure::Containment => {
-            let m = len_a.min(len_b);
-            if m == 0 {
-                0.0
-            } else {
-                inter as f64 / m as f64
-            }
-        }
+        Measure::Jaccard => crate::measures::jaccard_from_sizes(len_a, len_b, inter),
+        Measure::Containment => crate::measures::containment_min_from_sizes(len_a, len_b, inter),
     }
 }
 
@@ -471,25 +419,5 @@ mod tests {
             }
             assert_eq!(got, want, "distance {d}");
         }
-    }
-}
-#[cfg(test)]
-mod timing {
-    use super::*;
-    #[test]
-    #[ignore]
-    fn time_self_join() {
-        let mut s = 1u64;
-        let mut data = Vec::new();
-        let mut offs = vec![0usize];
-        for _ in 0..20000 {
-            let mut v: Vec<u64> = (0..100).map(|_| { s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); s }).collect();
-            v.sort_unstable();
-            data.extend(v);
-            offs.push(data.len());
-        }
-        let t = std::time::Instant::now();
-        let r = self_join(Csr::new(&data, &offs).unwrap(), 0.8).unwrap();
-        eprintln!("{} pairs in {:?}", r.len(), t.elapsed());
     }
 }

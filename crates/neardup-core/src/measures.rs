@@ -1,26 +1,71 @@
 //! Exact set measures on sorted, distinct 64-bit shingle ids, and the signature estimate.
 
-/// |a ∩ b| for sorted, distinct slices (a linear merge).
-pub fn intersection_size(a: &[u64], b: &[u64]) -> usize {
-    let (mut i, mut j, mut n) = (0, 0, 0);
-    while i < a.len() && j < b.len() {
-        let (x, y) = (a[i], b[j]);
-        n += (x == y) as usize;
-        i += (x <= y) as usize;
-        j += (y <= x) as usize;
+/// |a ∩ b| for sorted, distinct slices: a linear merge, or galloping search when one
+/// set is far larger (a story pasted into a long page).
+pub fn intersection_size<T: Ord + Copy>(a: &[T], b: &[T]) -> usize {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if small.is_empty() {
+        return 0;
     }
-    n
+    // Galloping when the sizes are very uneven (a story pasted into a long page).
+    if large.len() > 16 * small.len() {
+        let mut count = 0;
+        let mut lo = 0;
+        for x in small {
+            match large[lo..].binary_search(x) {
+                Ok(p) => {
+                    count += 1;
+                    lo += p + 1;
+                }
+                Err(p) => lo += p,
+            }
+            if lo >= large.len() {
+                break;
+            }
+        }
+        return count;
+    }
+    let (mut i, mut j, mut count) = (0, 0, 0);
+    while i < small.len() && j < large.len() {
+        let (x, y) = (small[i], large[j]);
+        if x == y {
+            count += 1;
+            i += 1;
+            j += 1;
+        } else if x < y {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    count
 }
 
-/// Jaccard similarity |a ∩ b| / |a ∪ b|; 0.0 when both are empty.
-pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    let inter = intersection_size(a, b);
-    let union = a.len() + b.len() - inter;
+/// Jaccard from set sizes and the intersection size; 0.0 when both are empty.
+#[inline]
+pub fn jaccard_from_sizes(len_a: usize, len_b: usize, inter: usize) -> f64 {
+    let union = len_a + len_b - inter;
     if union == 0 {
         0.0
     } else {
         inter as f64 / union as f64
     }
+}
+
+/// Shared items over the smaller set's size; 0.0 when either is empty.
+#[inline]
+pub fn containment_min_from_sizes(len_a: usize, len_b: usize, inter: usize) -> f64 {
+    let m = len_a.min(len_b);
+    if m == 0 {
+        0.0
+    } else {
+        inter as f64 / m as f64
+    }
+}
+
+/// Jaccard similarity |a ∩ b| / |a ∪ b|; 0.0 when both are empty.
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    jaccard_from_sizes(a.len(), b.len(), intersection_size(a, b))
 }
 
 /// Containment of `a` in `b`: |a ∩ b| / |a| (Broder); 0.0 when `a` is empty.
@@ -34,12 +79,7 @@ pub fn containment(a: &[u64], b: &[u64]) -> f64 {
 
 /// Shared shingles over the smaller set's: finds a story pasted into a longer page.
 pub fn containment_min(a: &[u64], b: &[u64]) -> f64 {
-    let m = a.len().min(b.len());
-    if m == 0 {
-        0.0
-    } else {
-        intersection_size(a, b) as f64 / m as f64
-    }
+    containment_min_from_sizes(a.len(), b.len(), intersection_size(a, b))
 }
 
 /// True when a slice is strictly increasing (sorted and distinct).
