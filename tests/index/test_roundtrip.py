@@ -99,7 +99,7 @@ def test_config_stored_and_checked(tmp_path):
     with pytest.raises(IndexConfigError, match="num_perm"):
         Index.open(tmp_path / "ix", num_perm=128)
     with pytest.raises(IndexConfigError, match="scheme"):
-        Index.open(tmp_path / "ix", scheme="oph")
+        Index.open(tmp_path / "ix", scheme="datasketch-affine32")
     with pytest.raises(IndexNotFoundError):
         Index.open(tmp_path / "nothing")
     # a build whose signatures differ from the one that made the index is refused

@@ -42,7 +42,7 @@ def register(sub) -> None:
     q.add_argument("--k", type=int, default=5)
     q.add_argument("--unit", choices=["word", "whitespace", "char"], default="word")
     q.add_argument("--num-perm", type=int, default=128)
-    q.add_argument("--scheme", default="multiply-shift")
+    q.add_argument("--scheme", default=None, help="MinHash scheme (default: neardup dedup's)")
     q.add_argument("--seed", type=int, default=1)
     q.add_argument("--threshold", type=float, default=0.8)
     q.add_argument("--recall", type=float, default=0.95)
@@ -203,7 +203,10 @@ def run(a: argparse.Namespace) -> int:
 def _init(a) -> int:
     from neardup.index import Index
 
-    idx = Index.create(a.dir, method=a.method, k=a.k, unit=a.unit, num_perm=a.num_perm, scheme=a.scheme, seed=a.seed,
+    from neardup.pipeline.options import DedupOptions
+
+    idx = Index.create(a.dir, method=a.method, k=a.k, unit=a.unit, num_perm=a.num_perm,
+                       scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
                        threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
                        measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
                        store_text=not a.no_text)

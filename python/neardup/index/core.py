@@ -58,22 +58,25 @@ CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold",
                "verify", "measure", "prefer_source", "store_text")
 
 
+_D = DedupOptions()  # the index's defaults are dedup's, so that they stay the same
+
+
 @dataclass
 class IndexConfig:
     """Settings fixed when the index is created, stored in it and checked on every open."""
 
-    method: str = "minhash"
-    k: int = 5
-    unit: str = "word"
-    num_perm: int = 128
-    scheme: str = "multiply-shift"
-    seed: int = 1
-    threshold: float = 0.8
-    recall: float = 0.95
+    method: str = _D.method
+    k: int = _D.k
+    unit: str = _D.unit
+    num_perm: int = _D.num_perm
+    scheme: str = _D.scheme
+    seed: int = _D.seed
+    threshold: float = _D.threshold
+    recall: float = _D.recall
     bands: int | None = None
     rows: int | None = None
-    verify: str = "exact"
-    measure: str = "jaccard"
+    verify: str = _D.verify
+    measure: str = _D.measure
     prefer_source: tuple[str, ...] = ()
     store_text: bool = True
 
