@@ -28,12 +28,23 @@ class GroupWriter:
         self.max_docs = max_docs
         self.q: queue.Queue = queue.Queue()
         self.lock = threading.Lock()  # held while a group is written (DELETE takes it too)
-        self._thread = threading.Thread(target=self._run, name="neardup-writer", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._ensure_thread()
+
+    def _ensure_thread(self) -> None:
+        """(Re)start the writer thread: an app whose lifespan ended may be served again (tests)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="neardup-writer", daemon=True)
+                self._thread.start()
 
     def submit(self, records: list[dict]) -> Future:
         """Queue `records` (one request); the future gets its verdicts or its error."""
         fut: Future = Future()
+        self._ensure_thread()
         self.q.put((records, fut))
         return fut
 
@@ -41,8 +52,10 @@ class GroupWriter:
         return self.submit(records).result(timeout)
 
     def close(self) -> None:
-        self.q.put(None)
-        self._thread.join(10)
+        t = self._thread
+        if t is not None and t.is_alive():
+            self.q.put(None)
+            t.join(10)
 
     def _run(self) -> None:
         while True:
