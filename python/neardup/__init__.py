@@ -19,6 +19,7 @@ from neardup.minhash import MinHash, estimate_jaccard
 from neardup.shingle import ENGLISH_STOPWORDS, Shingler
 from neardup.simhash import SimHash, hamming
 from neardup.pipeline import dedup  # noqa: E402  (the batch job: docs/dedup.md)
+from neardup.index import Index  # noqa: E402  (the persistent index: docs/index.md)
 
 __version__ = "0.1.0"
 

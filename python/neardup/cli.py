@@ -107,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--copies", type=int, default=20_000)
     p.add_argument("--words", type=int, default=300)
     p.add_argument("--seed", type=int, default=0)
+    __import__("neardup.index.cli").index.cli.register(sub)  # index, serve (python/neardup/index/cli.py)
     return ap
 
 
@@ -246,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_eval(a)
         if a.command == "synth":
             return _cmd_synth(a)
+        if a.command in ("index", "serve"):
+            return __import__("neardup.index.cli").index.cli.run(a)
     except KeyboardInterrupt:
         print("neardup: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

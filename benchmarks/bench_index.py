@@ -1,0 +1,398 @@
+"""Benchmark of the persistent index and the service (run by hand, not in CI).
+
+    python benchmarks/bench_index.py --archive 1000000 --day 200000        # the issue's scale
+    python benchmarks/bench_index.py --archive 100000 --day 20000 --quick   # a quick look
+
+Steps (every figure printed and written to OUT/results.json):
+1. a corpus of archive + day articles of `--words` words (the guide's recipe: one sixth are copies,
+   a third of those differing in spacing/case only, a third with 1-8 edited words, a third with
+   30-60), from `neardup synth` when this build has it, else from the generator below
+   (Zipf-distributed made-up words); shuffled, then split into the archive and the day;
+2. `neardup index init` + `neardup index add` of the archive in `--chunks` adds (as daily jobs
+   would build it), timed;
+3. the day's add (`neardup index add DIR day.jsonl`, a fresh process, timed end to end, and
+   in-process with a breakdown);
+4. reopen: `Index.open` + the first query (which loads and checks every segment), fresh process;
+5. bytes on disk per article beyond the texts, resident memory per article of a process that
+   has the index open and loaded;
+6. `neardup serve` on 127.0.0.1 and an open-loop load generator (a separate process) posting one
+   article per request at fixed rates: p50/p99 latency per rate, and the highest rate held with
+   p99 <= 50 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ------------------------------------------------------------------------------ corpus
+def make_corpus(path: str, n: int, words: int, seed: int) -> None:
+    try:
+        import orjson
+
+        dumps = orjson.dumps
+    except ImportError:  # pragma: no cover
+        dumps = lambda o: json.dumps(o).encode()  # noqa: E731
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("etaoinshrdlcumwfgypbvkjxqz"))
+    vocab = set()
+    while len(vocab) < 50_000:
+        vocab.add("".join(rng.choice(letters, int(rng.integers(2, 11)))))
+    vocab = np.array(sorted(vocab), dtype=object)
+    rng.shuffle(vocab)
+    cdf = np.cumsum(1.0 / np.arange(1, len(vocab) + 1) ** 1.07)
+    cdf /= cdf[-1]
+    n_copies = n // 6
+    n_orig = n - n_copies
+    t0 = 1_790_000_000
+    order = rng.permutation(n)  # position of each generated article in the file
+    out = [None] * n
+    chunk = 50_000
+    kept: dict[int, np.ndarray] = {}
+    sources = np.array([f"site-{i}" for i in range(300)], dtype=object)
+    # originals that will be copied: chosen in advance so their words can be kept
+    copy_of = rng.integers(0, n_orig, size=n_copies)
+    need = set(copy_of.tolist())
+    for s in range(0, n_orig, chunk):
+        m = min(chunk, n_orig - s)
+        idx = np.searchsorted(cdf, rng.random((m, words)))
+        for i in range(m):
+            d = s + i
+            if d in need:
+                kept[d] = idx[i]
+            out[order[d]] = (f"a{d:08d}", " ".join(vocab[idx[i]]), None)
+    for c in range(n_copies):
+        o = int(copy_of[c])
+        w = vocab[kept[o]].copy()
+        kind = c % 3
+        if kind == 0:
+            text = "  ".join(x.upper() if rng.random() < 0.3 else x for x in w)
+        else:
+            k = int(rng.integers(1, 9)) if kind == 1 else int(rng.integers(30, 61))
+            pos = rng.choice(words, size=k, replace=False)
+            w[pos] = vocab[np.searchsorted(cdf, rng.random(k))]
+            text = " ".join(w)
+        out[order[n_orig + c]] = (f"c{c:08d}", text, f"a{o:08d}")
+    with open(path, "wb") as f:
+        for i, (ident, text, orig) in enumerate(out):
+            rec = {"id": ident, "text": text, "published_at": t0 + i, "source": sources[i % 300]}
+            if orig:
+                rec["copy_of"] = orig
+            f.write(dumps(rec))
+            f.write(b"\n")
+
+
+def split(path: str, first: int, a: str, b: str) -> None:
+    with open(path, "rb") as f, open(a, "wb") as fa, open(b, "wb") as fb:
+        for i, line in enumerate(f):
+            (fa if i < first else fb).write(line)
+
+
+def split_chunks(path: str, parts: int, prefix: str) -> list[str]:
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    names = []
+    for p in range(parts):
+        name = f"{prefix}{p}.jsonl"
+        with open(name, "wb") as out:
+            out.writelines(lines[p * len(lines) // parts : (p + 1) * len(lines) // parts])
+        names.append(name)
+    return names
+
+
+# ------------------------------------------------------------------------------ helpers
+CPU: list[float] = []  # CPU seconds (user + system) of each neardup() call, in order
+
+
+def neardup(*args: str, env=None) -> tuple[float, str]:
+    """Run the CLI in a fresh process: (wall seconds, stdout); its CPU seconds go to CPU (on a
+    shared machine the CPU time is the steadier figure)."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "neardup.cli", *args], capture_output=True, text=True, env=env)
+    dt = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(ru1.ru_utime - ru0.ru_utime + ru1.ru_stime - ru0.ru_stime)
+    if r.returncode != 0:
+        raise SystemExit(f"neardup {' '.join(args)} failed ({r.returncode}): {r.stderr}")
+    return dt, r.stdout
+
+
+def reopen_probe(d: str) -> dict:
+    code = f"""
+import time, json, resource
+t0 = time.perf_counter()
+from neardup.index import Index
+t_imp = time.perf_counter() - t0
+t1 = time.perf_counter()
+ix = Index.open({d!r})
+t_open = time.perf_counter() - t1
+t2 = time.perf_counter()
+ix.query("heavy rain is likely over coastal karnataka and goa for the next three days the weather office said")
+t_first = time.perf_counter() - t2
+t3 = time.perf_counter()
+for i in range(50):
+    ix.query("the city corporation has started a drive to clear blocked drains before the monsoon " + str(i))
+t_q = (time.perf_counter() - t3) / 50
+rss = int(open('/proc/self/statm').read().split()[1]) * 4096
+print(json.dumps({{"import_s": t_imp, "open_s": t_open, "first_query_s": t_first, "query_ms": t_q * 1000,
+                  "rss_bytes": rss, "docs": ix.stats()["documents"]}}))
+"""
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = json.loads(r.stdout)
+    out["process_s"] = time.perf_counter() - t0
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+LOADGEN = r"""
+# A lean open-loop load generator: raw HTTP/1.1 keep-alive on asyncio streams (no client library
+# overhead), requests built before the clock starts, latency measured from each request's
+# scheduled time (no coordinated omission).
+import asyncio, json, sys, time
+from itertools import islice
+
+async def main(host, port, rate, duration, docs_path, start, conns=32):
+    n = int(rate * duration)
+    with open(docs_path, "rb") as f:
+        docs = [json.loads(l) for l in islice(f, start, start + n)]
+    reqs = []
+    for i in range(n):
+        d = docs[i % len(docs)]
+        w = d["text"].split()
+        # one in five a near copy of an indexed article (its first 10 words replaced), the
+        # others new stories (the words reversed: no 5-word run in common)
+        text = " ".join((["fresh%d" % j for j in range(10)] + w[10:]) if i % 5 == 0 else w[::-1])
+        body = json.dumps({"id": f"{d['id']}-r{int(rate)}-s{start}-{i}", "text": text,
+                           "published_at": d["published_at"], "source": d["source"]}).encode()
+        reqs.append(b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    q = asyncio.Queue()
+    lat, errors = [], 0
+
+    async def conn():
+        nonlocal errors
+        r, w = await asyncio.open_connection(host, port)
+        while True:
+            item = await q.get()
+            if item is None:
+                w.close()
+                return
+            t_s, data = item
+            w.write(data)
+            await w.drain()
+            head = await r.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            cl = 0
+            for line in head.split(b"\r\n"):
+                if line.lower().startswith(b"content-length:"):
+                    cl = int(line.split(b":")[1])
+            await r.readexactly(cl)
+            lat.append(time.perf_counter() - t_s)
+            if status != 200:
+                errors += 1
+
+    workers = [asyncio.create_task(conn()) for _ in range(conns)]
+    await asyncio.sleep(0.2)
+    t0 = time.perf_counter()
+    for i in range(n):
+        t_s = t0 + i / rate
+        delay = t_s - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        q.put_nowait((t_s, reqs[i]))
+    for _ in workers:
+        q.put_nowait(None)
+    await asyncio.gather(*workers)
+    wall = time.perf_counter() - t0
+    lat.sort()
+    qf = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000
+    print(json.dumps({"rate": rate, "requests": n, "errors": errors, "achieved_rate": n / wall,
+                      "p50_ms": qf(0.50), "p90_ms": qf(0.90), "p99_ms": qf(0.99), "max_ms": lat[-1] * 1000}))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
+"""
+
+
+def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int) -> list[dict]:
+    import httpx
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    srv = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", d, "--port", str(port), "--sync", sync],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        # warm: loads and checks every segment
+        httpx.post(url + "/v1/documents?dry_run=true", json={"id": "warm", "text": "warm up text for the server"},
+                   timeout=120)
+        res = []
+        for rate in rates:
+            r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
+                                docs_path, str(start)],
+                               capture_output=True, text=True, check=True)
+            start += int(rate * duration)
+            row = json.loads(r.stdout)
+            rss = int(open(f"/proc/{srv.pid}/statm").read().split()[1]) * 4096
+            row["server_rss_bytes"] = rss
+            row["sync"] = sync
+            print(f"  sync={sync} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
+                  f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}", flush=True)
+            res.append(row)
+            if row["p99_ms"] > 200:
+                break
+        return res
+    finally:
+        srv.terminate()
+        srv.wait(30)
+
+
+# ------------------------------------------------------------------------------ main
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--archive", type=int, default=1_000_000)
+    ap.add_argument("--day", type=int, default=200_000)
+    ap.add_argument("--words", type=int, default=300)
+    ap.add_argument("--chunks", type=int, default=5, help="adds that build the archive")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "index"))
+    ap.add_argument("--rates", default="200,400,600,800,1000")
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--no-text-too", action="store_true", help="also build an index without texts (estimate)")
+    ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
+    ap.add_argument("--skip-load", action="store_true")
+    ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    res: dict = {"archive": a.archive, "day": a.day, "words": a.words, "cpus": os.cpu_count(),
+                 "command": " ".join(sys.argv), "load_average_at_start": os.getloadavg()}
+    corpus = os.path.join(a.out, f"corpus-{a.archive}-{a.day}.jsonl")
+    arch, day = corpus.replace(".jsonl", "-archive.jsonl"), corpus.replace(".jsonl", "-day.jsonl")
+    if not (a.keep and os.path.exists(day)):
+        t0 = time.perf_counter()
+        make_corpus(corpus, a.archive + a.day, a.words, seed=11)
+        split(corpus, a.archive, arch, day)
+        os.unlink(corpus)
+        print(f"corpus: {a.archive:,} + {a.day:,} articles in {time.perf_counter() - t0:.1f} s", flush=True)
+    d = os.path.join(a.out, "ix")
+    if not (a.keep and os.path.exists(d)):
+        shutil.rmtree(d, ignore_errors=True)
+        neardup("index", "init", d)
+        chunks = split_chunks(arch, a.chunks, os.path.join(a.out, "archive-part"))
+        t_build = []
+        for c in chunks:
+            dt, _ = neardup("index", "add", d, c)
+            t_build.append(dt)
+            print(f"archive add of {a.archive // a.chunks:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU", flush=True)
+            os.unlink(c)
+        res["archive_adds_s"] = t_build
+        # the day's add: a fresh process, end to end (import, read JSONL, check, sign, look up,
+        # verify, cluster, write, commit)
+        snap = d + "-before-day"
+        shutil.rmtree(snap, ignore_errors=True)
+        shutil.copytree(d, snap)
+        dt, out = neardup("index", "add", d, day, "--json")
+        res["day_add_s"] = dt
+        res["day_add_cpu_s"] = CPU[-1]
+        res["day_add"] = json.loads(out.strip().splitlines()[-1])
+        print(f"day's add of {a.day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
+              f"load average {os.getloadavg()}", flush=True)
+        # the same add in-process, timed by stage
+        res["day_add_stages"] = stage_breakdown(snap, day)
+        shutil.rmtree(snap, ignore_errors=True)
+    r = reopen_probe(d)
+    res["reopen"] = r
+    print(f"reopen: open {r['open_s']:.3f} s, first query (loads + checks segments) {r['first_query_s']:.3f} s, "
+          f"then {r['query_ms']:.2f} ms per query; process RSS {r['rss_bytes'] / 2**20:.0f} MiB", flush=True)
+    from neardup.index import Index
+
+    with Index.open(d) as ix:
+        st = ix.stats()
+    res["stats"] = st
+    n = st["documents"]
+    res["bytes_per_article_beyond_text"] = (st["disk_bytes"] - st["text_bytes"]) / n
+    res["rss_per_article"] = r["rss_bytes"] / n
+    print(f"on disk: {st['disk_bytes'] / 2**20:.0f} MiB for {n:,} articles; beyond the texts "
+          f"{res['bytes_per_article_beyond_text']:.0f} bytes/article; resident {res['rss_per_article']:.0f} "
+          f"bytes/article (whole process)", flush=True)
+    if a.no_text_too:
+        d2 = os.path.join(a.out, "ix-notext")
+        shutil.rmtree(d2, ignore_errors=True)
+        neardup("index", "init", d2, "--verify", "estimate", "--no-text")
+        dt, _ = neardup("index", "add", d2, arch)
+        dt2, _ = neardup("index", "add", d2, day)
+        with Index.open(d2) as ix:
+            st2 = ix.stats()
+        r2 = reopen_probe(d2)
+        res["no_text"] = {"archive_add_s": dt, "day_add_s": dt2, "bytes_per_article": st2["disk_bytes"] / st2["documents"],
+                          "rss_per_article": r2["rss_bytes"] / st2["documents"], "reopen": r2}
+        print(f"without texts (verify estimate): archive add {dt:.1f} s, day add {dt2:.1f} s, "
+              f"{res['no_text']['bytes_per_article']:.0f} bytes/article on disk", flush=True)
+    if not a.skip_load:
+        print("service load (one article per POST, open loop, loopback):", flush=True)
+        rates = [float(x) for x in a.rates.split(",")]
+        res["load"] = {}
+        res["highest_rate_p99_le_50ms"] = {}
+        start = 0
+        for sync in a.sync.split(","):
+            lt = load_test(d, day, rates, a.duration, sync, start)
+            start += int(sum(rates) * a.duration)
+            res["load"][sync] = lt
+            held = [x["rate"] for x in lt if x["p99_ms"] <= 50 and x["errors"] == 0]
+            res["highest_rate_p99_le_50ms"][sync] = max(held) if held else None
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    print(f"wrote {os.path.join(a.out, 'results.json')}")
+
+
+def stage_breakdown(d: str, day: str) -> dict:
+    """The day's add in-process, with the time of each stage (cProfile-free: wall clock around
+    the Index's own steps)."""
+    code = f"""
+import json, time
+t0 = time.perf_counter()
+from neardup.index import Index
+import neardup.index.core as core
+ix = Index.open({d!r})
+t1 = time.perf_counter()
+docs, extras = ix._checked({day!r}, None, 5_000_000)
+t2 = time.perf_counter()
+conn = ix._writer()
+plan = ix._plan(conn, docs, extras)
+t3 = time.perf_counter()
+ix._commit(conn, plan, time.time(), None)
+t4 = time.perf_counter()
+print(json.dumps({{"open_s": t1 - t0, "read_and_check_s": t2 - t1, "plan_s": t3 - t2, "commit_s": t4 - t3,
+                  "total_s": t4 - t0}}))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = json.loads(r.stdout)
+    print(f"  in-process: read+check {out['read_and_check_s']:.2f} s, plan (exact pass, signatures, lookups, "
+          f"verification, clusters, keepers) {out['plan_s']:.2f} s, commit {out['commit_s']:.2f} s", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()

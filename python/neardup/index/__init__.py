@@ -1,0 +1,19 @@
+"""The persistent, incremental index (``neardup index ...``, ``neardup.Index``): see docs/index.md."""
+from neardup.index.core import Index, IndexConfig, Verdict
+from neardup.index.errors import (
+    DocumentNotFoundError,
+    DuplicateIdError,
+    IndexConfigError,
+    IndexCorruptError,
+    IndexError_,
+    IndexExistsError,
+    IndexLockedError,
+    IndexNotFoundError,
+)
+
+IndexFailure = IndexError_
+
+__all__ = [
+    "Index", "IndexConfig", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
+    "IndexLockedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
+]

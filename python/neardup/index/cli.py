@@ -1,0 +1,348 @@
+"""``neardup index ...`` and ``neardup serve``: argument parsing and commands.
+
+Registered in neardup/cli.py by one call, :func:`register`. Exit codes are those of the
+``neardup`` command (docs/dedup.md), plus 6: the index is locked by another writer, 7: the
+index is corrupt, 8: the index's settings differ from those asked for.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from datetime import datetime, timezone
+
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RECORD, EXIT_INPUT, EXIT_OUTPUT = 0, 1, 2, 3, 4, 5
+EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND = 6, 7, 8, 9
+
+
+def _fields_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("fields")
+    g.add_argument("--id-field", default="id")
+    g.add_argument("--text-field", default="text")
+    g.add_argument("--title-field", default=None)
+    g.add_argument("--time-field", default="published_at")
+    g.add_argument("--source-field", default="source")
+    g.add_argument("--max-chars", type=int, default=5_000_000)
+
+
+def register(sub) -> None:
+    """Add the ``index`` and ``serve`` subcommands to the ``neardup`` parser's subparsers."""
+    p = sub.add_parser("index", help="a persistent, incremental index (init, add, query, stats, export, remove, "
+                                     "compact, check)",
+                       description="A persistent near-duplicate index in a directory: each added document is "
+                                   "checked against everything older, clustered, and stored (docs/index.md).")
+    isub = p.add_subparsers(dest="index_command", metavar="ACTION")
+
+    q = isub.add_parser("init", help="create an index in DIR")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("--method", default="minhash", choices=["minhash"])
+    q.add_argument("--k", type=int, default=5)
+    q.add_argument("--unit", choices=["word", "whitespace", "char"], default="word")
+    q.add_argument("--num-perm", type=int, default=128)
+    q.add_argument("--scheme", default=None, help="MinHash scheme (default: neardup dedup's)")
+    q.add_argument("--seed", type=int, default=1)
+    q.add_argument("--threshold", type=float, default=0.8)
+    q.add_argument("--recall", type=float, default=0.95)
+    q.add_argument("--bands", type=int, default=None)
+    q.add_argument("--rows", type=int, default=None)
+    q.add_argument("--verify", choices=["exact", "estimate"], default="exact")
+    q.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard")
+    q.add_argument("--prefer-source", default="", help="comma-separated sources preferred as keepers")
+    q.add_argument("--no-text", action="store_true",
+                   help="do not store texts (needs --verify estimate; the web page then shows no texts)")
+
+    q = isub.add_parser("add", help="add a batch: each document checked against the archive and the earlier "
+                                    "part of the batch, then inserted (all or nothing)")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("inputs", nargs="+", metavar="FILE", help="JSONL (.gz/.zst), Parquet, CSV, '-' for stdin")
+    _fields_args(q)
+    q.add_argument("--verdicts", metavar="FILE", help="write one verdict per document (JSONL) to FILE")
+    q.add_argument("--threads", type=int, default=None)
+    q.add_argument("--json", action="store_true", help="print a JSON summary")
+    _config_checks(q)
+
+    q = isub.add_parser("query", help="verdicts for a text or a file, without inserting")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("inputs", nargs="*", metavar="FILE")
+    q.add_argument("--text", help="a text to check")
+    _fields_args(q)
+    q.add_argument("--threads", type=int, default=None)
+
+    q = isub.add_parser("stats", help="counts, sizes and settings")
+    q.add_argument("dir", metavar="DIR")
+
+    q = isub.add_parser("export", help="clusters and keepers as JSONL (default) or Parquet")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("-o", "--out", required=True, metavar="FILE", help=".jsonl or .parquet ('-' for stdout JSONL)")
+    q.add_argument("--all", action="store_true", help="include stories of one document")
+
+    q = isub.add_parser("remove", help="remove documents by id and/or by age")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("--ids", nargs="*", default=[], metavar="ID")
+    q.add_argument("--ids-file", metavar="FILE", help="one id per line")
+    q.add_argument("--older-than", metavar="AGE|DATE",
+                   help="publish time (or, without one, add time) before this: 30d, 12h, or an ISO date")
+    q.add_argument("--no-scrub", action="store_true", help="do not overwrite removed texts now (compact will)")
+
+    q = isub.add_parser("compact", help="merge segments, drop removed documents and texts")
+    q.add_argument("dir", metavar="DIR")
+
+    q = isub.add_parser("check", help="verify every checksum and SQLite's integrity")
+    q.add_argument("dir", metavar="DIR")
+
+    p = sub.add_parser("serve", help="the HTTP service over an index (FastAPI on uvicorn)",
+                       description="Serve DIR over HTTP: POST /v1/documents, GET /v1/documents/{id}, "
+                                   "GET /v1/clusters/{id}, DELETE /v1/documents/{id}, /v1/stats, /v1/health, "
+                                   "/openapi.json, and a web page at /.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-body", type=int, default=10_000_000, help="largest request body in bytes (default 10 MB)")
+    p.add_argument("--max-batch", type=int, default=10_000, help="most documents in one POST (default 10,000)")
+    p.add_argument("--init", action="store_true", help="create the index in DIR if there is none")
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--log-level", default="warning")
+    p.add_argument("--sync", choices=["full", "normal"], default="full",
+                   help="full (default): every commit fsynced, survives a power cut; normal: not fsynced "
+                        "per commit (survives a crash of the process, may lose the last adds on a power cut)")
+
+
+def _config_checks(q: argparse.ArgumentParser) -> None:
+    g = q.add_argument_group("settings checked against the index (refused if different)")
+    g.add_argument("--k", type=int, default=None)
+    g.add_argument("--num-perm", type=int, default=None)
+    g.add_argument("--scheme", default=None)
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--threshold", type=float, default=None)
+
+
+def _fields(a):
+    from neardup.io.records import Fields
+
+    return Fields(id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None,
+                  source=a.source_field or None)
+
+
+def parse_age(s: str, now: float | None = None) -> float:
+    """'30d', '12h', '90m', '3600s' before now, or an ISO date/time, as seconds since the epoch."""
+    now = time.time() if now is None else now
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", s)
+    if m:
+        mult = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+        return now - float(m.group(1)) * mult
+    try:
+        dt = datetime.fromisoformat(s.strip())
+    except ValueError:
+        raise ValueError(f"--older-than {s!r}: use an age such as 30d, 12h, 90m, or an ISO date") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def run(a: argparse.Namespace) -> int:
+    """Run ``neardup index ...`` or ``neardup serve``; errors become messages and exit codes."""
+    from neardup.errors import InvalidParameterError, NeardupError
+    from neardup.index.errors import (
+        DocumentNotFoundError,
+        DuplicateIdError,
+        IndexConfigError,
+        IndexCorruptError,
+        IndexExistsError,
+        IndexLockedError,
+        IndexNotFoundError,
+    )
+    from neardup.io.errors import InputFileError, OutputError, RecordError
+
+    name = "serve" if a.command == "serve" else f"index {a.index_command}"
+    try:
+        if a.command == "serve":
+            return _serve(a)
+        if a.index_command is None:
+            print("neardup index: give an action (init, add, query, stats, export, remove, compact, check)",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        return _INDEX[a.index_command](a)
+    except KeyboardInterrupt:
+        print(f"neardup {name}: interrupted", file=sys.stderr)
+        return 130
+    except IndexLockedError as exc:
+        print(f"neardup {name}: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    except IndexCorruptError as exc:
+        print(f"neardup {name}: the index is damaged: {exc}", file=sys.stderr)
+        return EXIT_CORRUPT
+    except IndexConfigError as exc:
+        print(f"neardup {name}: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except (IndexNotFoundError, IndexExistsError, DocumentNotFoundError) as exc:
+        print(f"neardup {name}: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except DuplicateIdError as exc:
+        print(f"neardup {name}: {exc}; nothing was added", file=sys.stderr)
+        return EXIT_RECORD
+    except RecordError as exc:
+        print(f"neardup {name}: bad record: {exc}; nothing was added", file=sys.stderr)
+        return EXIT_RECORD
+    except InputFileError as exc:
+        print(f"neardup {name}: cannot read input: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OutputError as exc:
+        print(f"neardup {name}: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_OUTPUT
+    except (InvalidParameterError, ValueError) as exc:
+        print(f"neardup {name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NeardupError as exc:
+        print(f"neardup {name}: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _init(a) -> int:
+    from neardup.index import Index
+
+    from neardup.pipeline.options import DedupOptions
+
+    idx = Index.create(a.dir, method=a.method, k=a.k, unit=a.unit, num_perm=a.num_perm,
+                       scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
+                       threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
+                       measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
+                       store_text=not a.no_text)
+    c = idx.config
+    idx.close()
+    print(f"created index {a.dir}: {c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "
+          f"threshold {c.threshold}, {c.bands} bands x {c.rows} rows, verify {c.verify}")
+    return EXIT_OK
+
+
+def _add(a) -> int:
+    from neardup.index import Index
+    from neardup.io.writers import atomic_open, dumps
+
+    t0 = time.perf_counter()
+    with Index.open(a.dir, threads=a.threads, k=a.k, num_perm=a.num_perm, scheme=a.scheme, seed=a.seed,
+                    threshold=a.threshold) as idx:
+        verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+        st = idx.stats()
+    dt = time.perf_counter() - t0
+    dup = sum(v.status == "duplicate" for v in verdicts)
+    if a.verdicts:
+        with atomic_open(a.verdicts) as f:
+            for v in verdicts:
+                f.write(dumps(v.as_dict()) + "\n")
+    summary = {"added": len(verdicts), "new": len(verdicts) - dup, "duplicates": dup, "seconds": round(dt, 3),
+               "documents": st["documents"], "clusters": st["clusters"]}
+    if a.json:
+        print(json.dumps(summary))
+    else:
+        print(f"added {len(verdicts):,} documents in {dt:.2f} s: {len(verdicts) - dup:,} new stories, {dup:,} "
+              f"duplicates; the index holds {st['documents']:,} documents, {st['clusters']:,} clusters")
+    return EXIT_OK
+
+
+def _query(a) -> int:
+    from neardup.index import Index
+
+    if not a.inputs and a.text is None:
+        print("neardup index query: give FILE(s) or --text", file=sys.stderr)
+        return EXIT_USAGE
+    with Index.open(a.dir, threads=a.threads) as idx:
+        if a.text is not None:
+            vs = idx.query([{"id": "query", "text": a.text}], fields=None)
+        else:
+            vs = idx.query(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+    for v in vs:
+        print(json.dumps(v.as_dict(), ensure_ascii=False))
+    return EXIT_OK
+
+
+def _stats(a) -> int:
+    from neardup.index import Index
+
+    with Index.open(a.dir) as idx:
+        print(json.dumps(idx.stats(), indent=2))
+    return EXIT_OK
+
+
+def _export(a) -> int:
+    from neardup.index import Index
+    from neardup.io.writers import atomic_open, dumps
+
+    n = 0
+    with Index.open(a.dir) as idx:
+        rows = idx.clusters(min_size=1 if a.all else 2)
+        if a.out == "-":
+            for r in rows:
+                sys.stdout.write(dumps(r) + "\n")
+                n += 1
+        elif a.out.endswith(".parquet"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            rl = list(rows)
+            n = len(rl)
+            for r in rl:
+                r["keeper"] = str(r["keeper"])
+                for m in r["members"]:
+                    m["id"] = str(m["id"])
+            with atomic_open(a.out, "wb") as f:
+                pq.write_table(pa.Table.from_pylist(rl, schema=pa.schema([
+                    ("cluster", pa.int64()), ("keeper", pa.string()), ("size", pa.int64()),
+                    ("members", pa.list_(pa.struct([("id", pa.string()), ("similarity", pa.float64()),
+                                                    ("match", pa.string())])))])), f)
+        else:
+            with atomic_open(a.out) as f:
+                for r in rows:
+                    f.write(dumps(r) + "\n")
+                    n += 1
+    if a.out != "-":
+        print(f"wrote {n:,} clusters to {a.out}")
+    return EXIT_OK
+
+
+def _remove(a) -> int:
+    from neardup.index import Index
+
+    ids = list(a.ids)
+    if a.ids_file:
+        with open(a.ids_file, encoding="utf-8") as f:
+            ids += [line.strip() for line in f if line.strip()]
+    cutoff = parse_age(a.older_than) if a.older_than else None
+    if not ids and cutoff is None:
+        print("neardup index remove: give --ids, --ids-file or --older-than", file=sys.stderr)
+        return EXIT_USAGE
+    with Index.open(a.dir) as idx:
+        n = idx.remove(ids, older_than=cutoff, scrub=not a.no_scrub)
+    print(f"removed {n:,} documents")
+    return EXIT_OK
+
+
+def _compact(a) -> int:
+    from neardup.index import Index
+
+    with Index.open(a.dir) as idx:
+        r = idx.compact()
+    print(f"compacted: {r['bytes_before']:,} -> {r['bytes_after']:,} bytes on disk")
+    return EXIT_OK
+
+
+def _check(a) -> int:
+    from neardup.index import Index
+
+    with Index.open(a.dir) as idx:
+        r = idx.check()
+    print(f"index is sound: SQLite {r['sqlite']}, {r['segments']} segment(s), {r['texts']:,} texts checked")
+    return EXIT_OK
+
+
+def _serve(a) -> int:
+    from neardup.service.app import serve
+
+    return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
+                 threads=a.threads, log_level=a.log_level, sync=a.sync)
+
+
+_INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,
+          "compact": _compact, "check": _check}

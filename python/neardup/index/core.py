@@ -1,0 +1,1272 @@
+"""The persistent, incremental index: ``neardup.Index``.
+
+Every add is the dedup pipeline's stages run as "query before insert": exact pass (against the
+archive and the earlier part of the batch), MinHash signatures, LSH band postings looked up in
+the archive plus LSH pairs inside the batch, verification of every candidate (exact Jaccard on
+the stored texts, or the signature estimate), union-find over the new edges and the clusters
+they touch (join, merge or start), and the keeper rule re-decided for each touched cluster.
+Nothing is written until all of that has succeeded; then the text log is appended and fsynced,
+a segment file is written (for large adds), and a single SQLite transaction makes the whole
+batch visible. A crash before the commit leaves the index as it was.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import neardup
+from neardup.errors import InvalidParameterError
+from neardup.index import store
+from neardup.index.errors import (
+    DocumentNotFoundError,
+    DuplicateIdError,
+    IndexConfigError,
+    IndexCorruptError,
+    IndexExistsError,
+    IndexNotFoundError,
+)
+from neardup.index.segment import Postings, write_segment
+from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
+from neardup.io.errors import RecordError
+from neardup.io.readers import open_sources
+from neardup.io.records import Checked, Fields, Limits, check_record
+from neardup.pipeline.candidates import choose_bands, lsh_pairs
+from neardup.pipeline.keepers import pick_keepers, source_ranks
+from neardup.pipeline.options import DedupOptions
+from neardup.pipeline.run import _exact_keys, _Signer
+from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
+
+__all__ = ["Index", "IndexConfig", "Verdict"]
+
+#: adds of at least this many documents go straight to a segment file; smaller ones go to
+#: level 0 (SQLite) until it holds L0_MAX documents, then level 0 is flushed to a segment.
+SEGMENT_MIN = int(os.environ.get("NEARDUP_INDEX_SEGMENT_MIN", "20000"))
+L0_MAX = int(os.environ.get("NEARDUP_INDEX_L0_MAX", "50000"))
+PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
+
+CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
+               "verify", "measure", "prefer_source", "store_text")
+
+
+_D = DedupOptions()  # the index's defaults are dedup's, so that they stay the same
+
+
+@dataclass
+class IndexConfig:
+    """Settings fixed when the index is created, stored in it and checked on every open."""
+
+    method: str = _D.method
+    k: int = _D.k
+    unit: str = _D.unit
+    num_perm: int = _D.num_perm
+    scheme: str = _D.scheme
+    seed: int = _D.seed
+    threshold: float = _D.threshold
+    recall: float = _D.recall
+    bands: int | None = None
+    rows: int | None = None
+    verify: str = _D.verify
+    measure: str = _D.measure
+    prefer_source: tuple[str, ...] = ()
+    store_text: bool = True
+
+    def options(self, threads: int | None = None) -> DedupOptions:
+        return DedupOptions(method=self.method, k=self.k, unit=self.unit, num_perm=self.num_perm,
+                            scheme=self.scheme, seed=self.seed, threshold=self.threshold, recall=self.recall,
+                            bands=self.bands, rows=self.rows, verify=self.verify, measure=self.measure,
+                            prefer_source=tuple(self.prefer_source), threads=threads)
+
+    def check(self) -> None:
+        if self.method != "minhash":
+            raise InvalidParameterError(
+                "the index supports method 'minhash' (SimHash indexes are not implemented yet)")
+        if self.verify == "exact" and not self.store_text:
+            raise InvalidParameterError("verify 'exact' needs the texts: use store_text=True or verify='estimate'")
+        self.options().check()
+        b, r = choose_bands(self.threshold, self.num_perm, self.recall, self.bands, self.rows)
+        self.bands, self.rows = b, r
+
+    def as_dict(self) -> dict:
+        return {k: (list(getattr(self, k)) if k == "prefer_source" else getattr(self, k)) for k in CONFIG_KEYS}
+
+    @staticmethod
+    def from_dict(d: dict) -> "IndexConfig":
+        d = dict(d)
+        d["prefer_source"] = tuple(d.get("prefer_source") or ())
+        return IndexConfig(**{k: d[k] for k in CONFIG_KEYS if k in d})
+
+
+@dataclass
+class Verdict:
+    """What the index says about one incoming document."""
+
+    id: Any
+    status: str  # "new" (a story of its own) or "duplicate" (matched an earlier document)
+    cluster: int | None
+    keeper: Any
+    is_keeper: bool
+    alternates: list
+    closest: Any = None
+    similarity: float | None = None
+    match: str | None = None  # "exact" | "near" for the closest match
+    inserted: bool = False
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "status": self.status, "cluster": self.cluster, "keeper": self.keeper,
+                "is_keeper": self.is_keeper, "alternates": self.alternates, "closest": self.closest,
+                "similarity": self.similarity, "match": self.match, "inserted": self.inserted}
+
+
+@dataclass
+class _Plan:
+    docs: list[Checked]
+    extras: list[str | None]
+    doc_nums: np.ndarray
+    exact_keys: np.ndarray
+    has_tok: np.ndarray
+    sigs: np.ndarray  # rows for has_tok docs
+    sig_row: np.ndarray  # per doc: row in sigs or -1
+    band_keys: np.ndarray
+    cluster_of: np.ndarray  # final cluster per batch doc
+    new_clusters: list[int]
+    merged: dict[int, int]  # absorbed cluster -> target
+    cluster_rows: dict[int, tuple[int, int]]  # cluster -> (keeper doc, size)
+    member_updates: list[tuple[float, str | None, int, int]]  # (similarity, match, cluster, doc) for archive docs
+    new_sim: np.ndarray
+    new_match: list[str | None]
+    closest: list[tuple[Any, float, str] | None]
+    pairs: list[tuple[int, int, float]]
+    verdicts: list[Verdict]
+    next_cluster: int
+
+
+class Index:
+    """A persistent near-duplicate index in a directory. Open with :meth:`Index.open` (or
+    create with :meth:`Index.create`); close it (or use ``with``)."""
+
+    # ------------------------------------------------------------------ open / create
+    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full") -> None:
+        if sync not in ("full", "normal"):
+            raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
+        self.sync = sync
+        self.directory = directory
+        self.config = config
+        self.threads = threads
+        self.opts = config.options(threads)
+        self.fields = Fields()
+        self.signer = _Signer(self.opts)
+        self._lock = WriterLock(directory)
+        self._wlock = threading.RLock()
+        self._local = threading.local()
+        self._wconn: sqlite3.Connection | None = None
+        self._segcache = SegmentCache(directory)
+        self._texts = TextLog(directory)
+        self._state: State | None = None
+        self._state_lock = threading.Lock()
+        self._closed = False
+        self._all_conns: list[sqlite3.Connection] = []
+
+    @classmethod
+    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, **settings) -> "Index":
+        """Create an index in `directory` (made if missing; it must not hold an index)."""
+        directory = os.fspath(directory)
+        cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
+        cfg.check()
+        os.makedirs(directory, exist_ok=True)
+        db = os.path.join(directory, DB_NAME)
+        if os.path.exists(db):
+            raise IndexExistsError(f"{directory} already holds an index")
+        lock = WriterLock(directory)
+        lock.acquire()
+        try:
+            tmp = db + ".init"
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            conn.executescript(SCHEMA)
+            now = time.time()
+            probe = _Signer(cfg.options()).batch([PROBE_TEXT])[0]
+            meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
+                    "neardup_version": neardup.__version__, "probe": probe.astype("<u4").tobytes().hex(),
+                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1"}
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
+            conn.execute("INSERT INTO text_files VALUES (1, 'texts-000001.dat', 0)")
+            conn.execute("COMMIT")
+            conn.close()
+            open(os.path.join(directory, "texts-000001.dat"), "ab").close()
+            os.replace(tmp, db)
+        finally:
+            lock.release()
+        return cls.open(directory, threads=threads)
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
+             **expected) -> "Index":
+        """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
+        equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
+        write takes the writer lock (:class:`IndexLockedError` if another process holds it).
+
+        ``sync="full"`` (default): every add is fsynced (text log, segment, SQLite WAL) before it
+        returns: it survives a power cut. ``sync="normal"``: the text log and the WAL are not
+        fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
+        and survives the process being killed, but the last adds may be lost on a power cut."""
+        directory = os.fspath(directory)
+        db = os.path.join(directory, DB_NAME)
+        if not os.path.exists(db):
+            raise IndexNotFoundError(f"{directory}: no index here (create one with: neardup index init {directory})")
+        conn = store.connect(db, readonly=False)
+        try:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise IndexCorruptError(f"{db}: cannot read the index database ({exc})") from exc
+        if meta.get("format") != str(FORMAT):
+            conn.close()
+            raise IndexConfigError(f"{directory}: index format {meta.get('format')!r}, this neardup reads {FORMAT}")
+        try:
+            cfg = IndexConfig.from_dict(json.loads(meta["config"]))
+        except (KeyError, ValueError, TypeError) as exc:
+            conn.close()
+            raise IndexCorruptError(f"{directory}: unreadable configuration ({exc})") from exc
+        stored = cfg.as_dict()
+        diffs = []
+        for k, v in expected.items():
+            if v is None:
+                continue
+            if k not in stored:
+                conn.close()
+                raise InvalidParameterError(f"unknown index setting {k!r}")
+            want = list(v) if k == "prefer_source" else v
+            if want != stored[k]:
+                diffs.append(f"{k}: index has {stored[k]!r}, asked for {want!r}")
+        if diffs:
+            conn.close()
+            raise IndexConfigError(f"{directory}: settings differ from the index's, refusing to mix signatures: "
+                                   + "; ".join(diffs))
+        probe = _Signer(cfg.options()).batch([PROBE_TEXT])[0].astype("<u4").tobytes().hex()
+        if probe != meta.get("probe"):
+            conn.close()
+            raise IndexConfigError(
+                f"{directory}: this build of neardup computes different signatures for the index's scheme "
+                f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
+                f"({meta.get('neardup_version')}); rebuild the index")
+        idx = cls(directory, cfg, threads, sync)
+        idx._local.conn = conn
+        idx._all_conns.append(conn)
+        try:
+            idx._check_files(conn)
+        except BaseException:
+            idx.close()
+            raise
+        return idx
+
+    def _check_files(self, conn: sqlite3.Connection) -> None:
+        """Cheap checks on open: every listed file is there with at least its recorded size."""
+        for name, size in conn.execute("SELECT file, bytes FROM segments"):
+            p = os.path.join(self.directory, name)
+            if not os.path.exists(p):
+                raise IndexCorruptError(f"segment {name} is listed in the manifest but missing")
+            if os.path.getsize(p) != size:
+                raise IndexCorruptError(f"segment {name} is truncated or altered: {os.path.getsize(p)} bytes, "
+                                        f"the manifest says {size}")
+        for name, committed in conn.execute("SELECT name, committed FROM text_files"):
+            p = os.path.join(self.directory, name)
+            if not os.path.exists(p):
+                raise IndexCorruptError(f"text file {name} is missing")
+            if os.path.getsize(p) < committed:
+                raise IndexCorruptError(f"text file {name} is truncated: {os.path.getsize(p)} bytes, "
+                                        f"{committed} committed")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for c in self._all_conns:
+            try:
+                c.close()
+            except Exception:  # pragma: no cover
+                pass
+        self._texts.close()
+        self._lock.release()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ connections, state
+    def _conn(self) -> sqlite3.Connection:
+        c = getattr(self._local, "conn", None)
+        if c is None:
+            c = store.connect(os.path.join(self.directory, DB_NAME))
+            self._local.conn = c
+            self._all_conns.append(c)
+        return c
+
+    def _writer(self) -> sqlite3.Connection:
+        """Take the writer lock (once) and recover from an interrupted write."""
+        if self._wconn is None:
+            self._lock.acquire()
+            conn = store.connect(os.path.join(self.directory, DB_NAME))
+            if self.sync == "normal":
+                conn.execute("PRAGMA synchronous = NORMAL")
+            self._all_conns.append(conn)
+            self._recover(conn)
+            self._wconn = conn
+        return self._wconn
+
+    def _recover(self, conn: sqlite3.Connection) -> None:
+        """Cut text logs back to their committed length; delete files the manifest does not list."""
+        for name, committed in conn.execute("SELECT name, committed FROM text_files").fetchall():
+            p = os.path.join(self.directory, name)
+            if os.path.exists(p) and os.path.getsize(p) > committed:
+                with open(p, "r+b") as f:
+                    f.truncate(committed)
+                    os.fsync(f.fileno())
+        listed = {r[0] for r in conn.execute("SELECT file FROM segments")}
+        texts = {r[0] for r in conn.execute("SELECT name FROM text_files")}
+        for name in os.listdir(self.directory):
+            if (name.startswith("seg-") and name not in listed) or (name.startswith("texts-") and name not in texts):
+                try:
+                    os.unlink(os.path.join(self.directory, name))
+                except OSError:  # pragma: no cover
+                    pass
+
+    def _meta(self, conn, key: str) -> str:
+        return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
+
+    def _state_for(self, conn: sqlite3.Connection) -> State:
+        gen = int(self._meta(conn, "generation"))
+        st = self._state
+        if st is not None and st.generation == gen:
+            return st
+        with self._state_lock:
+            st = self._state
+            if st is not None and st.generation == gen:
+                return st
+            segs = [tuple(r) for r in conn.execute("SELECT file, bytes, crc FROM segments ORDER BY seg")]
+            tomb = np.array([r[0] for r in conn.execute("SELECT doc FROM tombstones ORDER BY doc")], dtype=np.int64)
+            st = State(gen, self.config.bands, segs, store.L0.load(conn), tomb)
+            self._segcache.forget_except({s[0] for s in segs})
+            self._state = st
+            return st
+
+    def _arrays(self, st: State) -> list[Postings]:
+        return [self._segcache.get(n, s, c) for n, s, c in st.segments]
+
+    # ------------------------------------------------------------------ reading records
+    def _checked(self, inputs: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
+        """Check every record of `inputs` (paths, records, or a single text) like ``dedup``."""
+        fields = fields or self.fields
+        limits = Limits(max_chars=max_chars)
+        skip = {fields.id, fields.text, fields.title, fields.time, fields.source}
+        docs: list[Checked] = []
+        extras: list[str | None] = []
+        sources = open_sources(inputs)
+        try:
+            for src in sources:
+                for recno, rec in src.records():
+                    if isinstance(rec, RecordError):
+                        raise rec
+                    c = check_record(rec, fields, limits, src.name, recno)
+                    docs.append(c)
+                    ex = {k: v for k, v in rec.items() if k not in skip}
+                    title = rec.get(fields.title) if fields.title else None
+                    extras.append((json.dumps(ex, ensure_ascii=False, default=str) if ex else None,
+                                   len(title) if title else None))
+        finally:
+            for s in sources:
+                s.close()
+        return docs, extras
+
+    # ------------------------------------------------------------------ the plan
+    def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list[str | None]) -> _Plan:
+        cfg = self.config
+        n = len(docs)
+        st = self._state_for(conn)
+        # ids: unique in the batch and new to the index
+        keys = [c.key for c in docs]
+        seen: dict[str, int] = {}
+        dup_in = []
+        for i, k in enumerate(keys):
+            if k in seen:
+                dup_in.append(k)
+            seen[k] = i
+        if dup_in:
+            raise DuplicateIdError(f"{len(dup_in)} id(s) appear twice in the batch: {_few(dup_in)}", dup_in)
+        present = []
+        for s in range(0, n, 30000):
+            chunk = keys[s : s + 30000]
+            q = f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})"
+            present += [r[0] for r in conn.execute(q, chunk)]
+        if present:
+            raise DuplicateIdError(f"{len(present)} id(s) already in the index: {_few(present)}", present)
+
+        texts = [c.text for c in docs]
+        ek, ntok = _exact_keys(texts, self.threads) if n else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+        has_tok = ntok > 0
+        ek = np.where(has_tok, ek, np.uint64(0))
+        tok_idx = np.flatnonzero(has_tok)
+        sig_row = np.full(n, -1, np.int64)
+        sig_row[tok_idx] = np.arange(len(tok_idx))
+        sigs = self.signer.batch([texts[i] for i in tok_idx.tolist()]) if len(tok_idx) else np.zeros((0, cfg.num_perm), np.uint32)
+        bk = neardup.lsh.band_keys(sigs, cfg.bands, cfg.rows, self.threads) if len(tok_idx) else np.zeros((0, cfg.bands), np.uint64)
+        arrays = self._arrays(st)
+
+        # exact pass: against the archive, then the earlier part of the batch
+        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones),
+                         st.l0.lookup(-1, ek[tok_idx], st.tombstones))
+        arch_exact = np.full(n, -1, np.int64)
+        if len(qi):
+            order = np.lexsort((adocs, qi))
+            qi, adocs = qi[order], adocs[order]
+            first = np.r_[True, qi[1:] != qi[:-1]]
+            arch_exact[tok_idx[qi[first]]] = adocs[first]
+        batch_exact = np.full(n, -1, np.int64)
+        first_of: dict[int, int] = {}
+        for i, key in zip(tok_idx.tolist(), ek[tok_idx].tolist()):
+            if arch_exact[i] >= 0:
+                continue
+            j = first_of.setdefault(key, i)
+            if j != i:
+                batch_exact[i] = j
+        reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
+
+        # candidates: archive postings for each representative, LSH pairs inside the batch
+        rep_rows = sig_row[reps]
+        ca_i, ca_d = [], []
+        for j in range(cfg.bands):
+            q, d = _cat(lookup([p.bands[j] for p in arrays], bk[rep_rows, j], st.tombstones),
+                        st.l0.lookup(j, bk[rep_rows, j], st.tombstones))
+            ca_i.append(reps[q])
+            ca_d.append(d)
+        ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
+        cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
+        if len(ci):
+            u = np.unique(np.stack([ci, cd], axis=1), axis=0)
+            ci, cd = u[:, 0], u[:, 1]
+        bp = lsh_pairs(sigs[rep_rows], cfg.bands, cfg.rows).astype(np.int64) if len(reps) > 1 else np.zeros((0, 2), np.int64)
+        bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
+
+        # archive documents involved (candidates and exact targets): metadata in this snapshot
+        arch_docs = np.unique(np.concatenate([cd, arch_exact[arch_exact >= 0]]))
+        meta = self._doc_meta(conn, arch_docs.tolist())
+        alive = np.array([d in meta for d in cd.tolist()], dtype=bool) if len(cd) else np.zeros(0, bool)
+        ci, cd = ci[alive], cd[alive]
+        for i in np.flatnonzero(arch_exact >= 0).tolist():
+            if int(arch_exact[i]) not in meta:  # removed since the postings were read
+                arch_exact[i] = -1
+
+        # verification (the pipeline's kernels)
+        sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta)
+        ok_a = sims_a >= cfg.threshold
+        ok_b = sims_b >= cfg.threshold
+        ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
+        bp, sims_b = bp[ok_b], sims_b[ok_b]
+
+        # union-find over batch documents and the archive clusters they touch
+        arch_cl = {d: meta[d]["cluster"] for d in meta}
+        touched = sorted({arch_cl[int(d)] for d in cd.tolist()} | {arch_cl[int(d)] for d in arch_exact[arch_exact >= 0].tolist()})
+        cl_node = {c: n + i for i, c in enumerate(touched)}
+        edges = []
+        for i in np.flatnonzero(arch_exact >= 0).tolist():
+            edges.append((i, cl_node[arch_cl[int(arch_exact[i])]]))
+        for i in np.flatnonzero(batch_exact >= 0).tolist():
+            edges.append((int(batch_exact[i]), i))
+        edges += [(int(i), cl_node[arch_cl[int(d)]]) for i, d in zip(ci.tolist(), cd.tolist())]
+        edges += [(int(a), int(b)) for a, b in bp.tolist()]
+        N = n + len(touched)
+        e = np.array(edges, dtype=np.uint32).reshape(-1, 2)
+        labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
+
+        next_cluster = int(self._meta(conn, "next_cluster"))
+        comp_clusters: dict[int, list[int]] = {}
+        for c, node in cl_node.items():
+            comp_clusters.setdefault(int(labels[node]), []).append(c)
+        comp_target: dict[int, int] = {}
+        new_clusters: list[int] = []
+        merged: dict[int, int] = {}
+        cluster_of = np.zeros(n, np.int64)
+        for i in range(n):
+            lab = int(labels[i])
+            t = comp_target.get(lab)
+            if t is None:
+                cls_ = sorted(comp_clusters.get(lab, []))
+                if cls_:
+                    t = cls_[0]
+                    for other in cls_[1:]:
+                        merged[other] = t
+                else:
+                    t = next_cluster
+                    next_cluster += 1
+                    new_clusters.append(t)
+                comp_target[lab] = t
+            cluster_of[i] = t
+
+        # keepers and similarities to the keeper, per affected cluster
+        next_doc = int(self._meta(conn, "next_doc"))
+        doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
+        affected = sorted(set(cluster_of.tolist()))
+        new_set = set(new_clusters)
+        old_members = self._cluster_members(conn, [c for c in affected if c not in new_set] + list(merged))
+        old_keeper = {c: k for c, k in conn.execute(
+            f"SELECT cluster, keeper FROM clusters WHERE cluster IN ({','.join('?' * len(touched))})", touched)} if touched else {}
+        batch_by_cluster: dict[int, list[int]] = {}
+        for i, c in enumerate(cluster_of.tolist()):
+            batch_by_cluster.setdefault(c, []).append(i)
+        cluster_rows: dict[int, tuple[int, int]] = {}
+        member_updates: list[tuple[float, str | None, int, int]] = []
+        new_sim = np.ones(n)
+        new_match: list[str | None] = [None] * n
+        sim_jobs: list[tuple[str, int, str, int, int]] = []  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
+        prefer = self.config.prefer_source
+        absorbed: dict[int, list[int]] = {}
+        for o, t in merged.items():
+            absorbed.setdefault(t, []).append(o)
+        # the pipeline's keeper rule, vectorised over every cluster with more than one member
+        multi = []
+        ent_lab, ent_id, ent_t, ent_src, ent_doc = [], [], [], [], []
+        for c in affected:
+            news = batch_by_cluster.get(c, [])
+            if c in new_set and len(news) == 1:  # a story of its own: the common case, no rule to run
+                cluster_rows[c] = (int(doc_nums[news[0]]), 1)
+                continue
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
+            multi.append((c, olds, news))
+            k = len(multi) - 1
+            for m in olds:
+                ent_lab.append(k), ent_id.append(m["id"]), ent_t.append(_nan(m["published_at"]))
+                ent_src.append(m["source"]), ent_doc.append(m["doc"])
+            for i in news:
+                ent_lab.append(k), ent_id.append(docs[i].key), ent_t.append(docs[i].time)
+                ent_src.append(docs[i].source), ent_doc.append(int(doc_nums[i]))
+        if multi:
+            e = len(ent_lab)
+            id_rank = np.empty(e, np.int64)
+            id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e)
+            ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e), np.array(ent_t, np.float64),
+                                           source_ranks(ent_src, prefer), id_rank)
+            keeper_of_multi = [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
+        for k, (c, olds, news) in enumerate(multi):
+            keeper_doc = keeper_of_multi[k]
+            cluster_rows[c] = (keeper_doc, len(olds) + len(news))
+            keeper_changed = old_keeper.get(c) != keeper_doc
+            for p_, mm in enumerate(olds):
+                if mm["doc"] == keeper_doc:
+                    if mm["match"] is not None or mm["cluster"] != c:
+                        member_updates.append((1.0, None, c, mm["doc"]))
+                elif keeper_changed or mm["cluster"] != c:
+                    sim_jobs.append(("a", mm["doc"], "k", keeper_doc, c))
+            for i in news:
+                if int(doc_nums[i]) == keeper_doc:
+                    new_sim[i], new_match[i] = 1.0, None
+                else:
+                    sim_jobs.append(("b", i, "k", keeper_doc, c))
+        self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match)
+
+        # closest earlier document of each batch document
+        closest: list[tuple[Any, float, str] | None] = [None] * n
+        for i in np.flatnonzero(arch_exact >= 0).tolist():
+            closest[i] = (meta[int(arch_exact[i])]["id_value"], 1.0, "exact")
+        for i in np.flatnonzero(batch_exact >= 0).tolist():
+            closest[i] = (docs[int(batch_exact[i])].id, 1.0, "exact")
+
+        def better(i, ident, s):
+            cur = closest[i]
+            if cur is None or s > cur[1]:
+                closest[i] = (ident, float(s), "near")
+
+        for i, d, s in zip(ci.tolist(), cd.tolist(), sims_a.tolist()):
+            better(i, meta[d]["id_value"], s)
+        for (a, b), s in zip(bp.tolist(), sims_b.tolist()):
+            better(b, docs[a].id, s)
+        pairs = [(int(doc_nums[i]), int(d), float(s)) for i, d, s in zip(ci.tolist(), cd.tolist(), sims_a.tolist())]
+        pairs += [(int(doc_nums[a]), int(doc_nums[b]), float(s)) for (a, b), s in zip(bp.tolist(), sims_b.tolist())]
+        pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs]
+
+        # verdicts
+        alt_ids = self._alternates(conn, cluster_rows, old_members, absorbed, batch_by_cluster, docs, doc_nums)
+        verdicts = []
+        for i, c in enumerate(docs):
+            cl = int(cluster_of[i])
+            kdoc, size = cluster_rows[cl]
+            kid, alts = alt_ids[cl]
+            cm = closest[i]
+            verdicts.append(Verdict(
+                id=c.id, status="duplicate" if cm is not None else "new", cluster=cl, keeper=kid,
+                is_keeper=kdoc == int(doc_nums[i]), alternates=alts,
+                closest=cm[0] if cm else None, similarity=round(cm[1], 6) if cm else None,
+                match=cm[2] if cm else None))
+        return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, new_clusters, merged,
+                     cluster_rows, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster)
+
+    def _doc_meta(self, conn, doc_list: list[int]) -> dict[int, dict]:
+        out: dict[int, dict] = {}
+        for s in range(0, len(doc_list), 30000):
+            chunk = doc_list[s : s + 30000]
+            q = (f"SELECT doc, id, id_int, cluster, text_file, text_offset, text_length, text_crc, signature "
+                 f"FROM documents WHERE doc IN ({','.join('?' * len(chunk))})")
+            for r in conn.execute(q, chunk):
+                out[r[0]] = {"doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "cluster": r[3],
+                             "text": r[4:8], "signature": r[8]}
+        return out
+
+    def _cluster_members(self, conn, clusters: list[int]) -> dict[int, list[dict]]:
+        out: dict[int, list[dict]] = {}
+        for s in range(0, len(clusters), 30000):
+            chunk = clusters[s : s + 30000]
+            q = (f"SELECT doc, id, id_int, published_at, source, exact_key, cluster, similarity, match FROM documents "
+                 f"WHERE cluster IN ({','.join('?' * len(chunk))})")
+            for r in conn.execute(q, chunk):
+                out.setdefault(r[6], []).append({
+                    "doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "published_at": r[3],
+                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8]})
+        return out
+
+    def _alternates(self, conn, cluster_rows, old_members, absorbed, batch_by_cluster, docs, doc_nums):
+        out = {}
+        for c, (kdoc, size) in cluster_rows.items():
+            if size == 1:
+                out[c] = (docs[batch_by_cluster[c][0]].id, [])
+                continue
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
+            members = [(m["doc"], m["id_value"]) for m in olds] + [(int(doc_nums[i]), docs[i].id) for i in batch_by_cluster.get(c, [])]
+            kid = next(v for d, v in members if d == kdoc)
+            out[c] = (kid, [v for d, v in members if d != kdoc])
+        return out
+
+    # ------------------------------------------------------------------ verification helpers
+    def _texts_of(self, conn, doc_list: list[int], meta: dict[int, dict] | None = None) -> dict[int, str]:
+        need = [d for d in doc_list if meta is None or d not in meta]
+        rows = dict(meta or {})
+        if need:
+            rows.update(self._doc_meta(conn, need))
+        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+        out = {}
+        for d in doc_list:
+            r = rows.get(d)
+            if r is None:
+                raise DocumentNotFoundError(f"document number {d} vanished")
+            f, off, ln, crc = r["text"]
+            if f is None:
+                raise IndexCorruptError(f"the text of {r['id']!r} is not stored")
+            out[d] = self._texts.read(names[f], off, ln, crc, repr(r["id"]))
+        return out
+
+    def _sigs_of(self, conn, doc_list: list[int], meta: dict[int, dict] | None = None) -> dict[int, np.ndarray]:
+        rows = dict(meta or {})
+        need = [d for d in doc_list if d not in rows]
+        if need:
+            rows.update(self._doc_meta(conn, need))
+        out = {}
+        for d in doc_list:
+            blob = rows[d]["signature"]
+            if blob is None or len(blob) != 4 * self.config.num_perm:
+                raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
+            out[d] = np.frombuffer(blob, dtype="<u4").astype(np.uint32)
+        return out
+
+    def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta) -> tuple[np.ndarray, np.ndarray]:
+        """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
+        if len(ci) == 0 and len(bp) == 0:
+            return np.zeros(0), np.zeros(0)
+        batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)])).tolist()
+        arch_need = np.unique(cd).tolist()
+        slot = {("b", i): k for k, i in enumerate(batch_need)}
+        slot.update({("a", d): len(batch_need) + k for k, d in enumerate(arch_need)})
+        pa = np.array([[slot[("b", i)], slot[("a", d)]] for i, d in zip(ci.tolist(), cd.tolist())], np.int64).reshape(-1, 2)
+        pb = np.array([[slot[("b", a)], slot[("b", b)]] for a, b in bp.tolist()], np.int64).reshape(-1, 2)
+        allp = np.concatenate([pa, pb])
+        if self.config.verify == "exact":
+            at = self._texts_of(conn, arch_need, meta)
+            hs = self.signer.hashes([docs[i].text for i in batch_need] + [at[d] for d in arch_need])
+            sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
+        else:
+            asg = self._sigs_of(conn, arch_need, meta)
+            mat = np.concatenate([sigs[sig_row[batch_need]]] + ([np.stack([asg[d] for d in arch_need])] if arch_need else []))
+            sims = estimate_pairs(mat, allp)
+        sims = np.asarray(sims, dtype=np.float64)
+        return sims[: len(pa)], sims[len(pa) :]
+
+    def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match) -> None:
+        """Similarity of members to their keeper (1.0 'exact' for the same normalised text)."""
+        if not jobs:
+            return
+        num_of = {int(d): i for i, d in enumerate(doc_nums.tolist())}
+        arch = set()
+        for kind, x, _, kdoc, _ in jobs:
+            if kind == "a":
+                arch.add(x)
+            if kdoc not in num_of:
+                arch.add(kdoc)
+        arch_l = sorted(arch)
+        ekey = {}
+        for s in range(0, len(arch_l), 30000):
+            chunk = arch_l[s : s + 30000]
+            for d, k in conn.execute(f"SELECT doc, exact_key FROM documents WHERE doc IN ({','.join('?' * len(chunk))})", chunk):
+                ekey[d] = k & 0xFFFFFFFFFFFFFFFF
+        for i, d in enumerate(doc_nums.tolist()):
+            ekey[d] = int(ek[i])
+        need_pairs = []
+        for job in jobs:
+            kind, x, _, kdoc, c = job
+            d = x if kind == "a" else int(doc_nums[x])
+            if ekey.get(d, 0) != 0 and ekey.get(d) == ekey.get(kdoc):
+                self._set_sim(job, 1.0, "exact", member_updates, new_sim, new_match)
+            else:
+                need_pairs.append((job, d, kdoc))
+        if not need_pairs:
+            return
+        ds = sorted({d for _, d, k in need_pairs} | {k for _, d, k in need_pairs})
+        pos = {d: i for i, d in enumerate(ds)}
+        pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
+        arch_ds = [d for d in ds if d not in num_of]
+        if self.config.verify == "exact":
+            at = self._texts_of(conn, arch_ds)
+            texts = [docs[num_of[d]].text if d in num_of else at[d] for d in ds]
+            sims = verify_exact(HashSets(self.signer.hashes(texts)), pr, self.config.measure, self.threads)
+        else:
+            asg = self._sigs_of(conn, arch_ds)
+            mat = np.stack([sigs[sig_row[num_of[d]]] if d in num_of else asg[d] for d in ds])
+            sims = estimate_pairs(mat, pr)
+        for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
+            self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
+
+    @staticmethod
+    def _set_sim(job, s, match, member_updates, new_sim, new_match) -> None:
+        kind, x, _, _, c = job
+        if kind == "a":
+            member_updates.append((round(s, 6), match, c, x))
+        else:
+            new_sim[x], new_match[x] = round(s, 6), match
+
+    # ------------------------------------------------------------------ public: add, query
+    def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000,
+            dry_run: bool = False, note: str | None = None) -> list[Verdict]:
+        """Add a batch (paths, a list of record dicts, ...): each document is checked against the
+        archive and the earlier part of the batch, then the batch is inserted — all or nothing.
+        Returns one :class:`Verdict` per document. ``dry_run=True`` inserts nothing."""
+        docs, extras = self._checked(inputs, fields, max_chars)
+        return self.add_checked(docs, extras, dry_run=dry_run, note=note)
+
+    def add_checked(self, docs: list[Checked], extras: list[str | None] | None = None, *, dry_run: bool = False,
+                    note: str | None = None) -> list[Verdict]:
+        extras = extras if extras is not None else [(None, None)] * len(docs)
+        if dry_run:
+            conn = self._conn()
+            conn.execute("BEGIN")
+            try:
+                return self._plan(conn, docs, extras).verdicts
+            finally:
+                conn.execute("COMMIT")
+        with self._wlock:
+            conn = self._writer()
+            t0 = time.time()
+            plan = self._plan(conn, docs, extras)
+            self._commit(conn, plan, t0, note)
+            for v in plan.verdicts:
+                v.inserted = True
+            return plan.verdicts
+
+    def existing_ids(self, keys: list[str]) -> set[str]:
+        """Which of these ids (as strings) are in the index."""
+        conn = self._conn()
+        out: set[str] = set()
+        for s in range(0, len(keys), 30000):
+            chunk = keys[s : s + 30000]
+            out.update(r[0] for r in conn.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        return out
+
+    def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
+        """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
+        if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
+            inputs = [{"id": "query", "text": inputs}]
+        elif isinstance(inputs, list) and inputs and all(isinstance(t, str) for t in inputs) and not all(
+                os.path.exists(t) for t in inputs):
+            inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
+        return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
+
+    def _commit(self, conn, plan: _Plan, t0: float, note: str | None) -> None:
+        cfg = self.config
+        n = len(plan.docs)
+        now = time.time()
+        # 1. texts: appended to the log and fsynced before the transaction that references them
+        text_cols: list[tuple] = [(None, None, None, None)] * n
+        tf = conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+        new_committed = tf[2]
+        if cfg.store_text and n:
+            path = os.path.join(self.directory, tf[1])
+            with open(path, "r+b") as f:
+                f.seek(tf[2])
+                off = tf[2]
+                parts = []
+                text_cols = []
+                for c in plan.docs:
+                    b = c.text.encode("utf-8")
+                    parts.append(b)
+                    text_cols.append((tf[0], off, len(b), zlib.crc32(b)))
+                    off += len(b)
+                f.write(b"".join(parts))
+                f.truncate(off)
+                f.flush()
+                if self.sync == "full":
+                    os.fsync(f.fileno())
+                new_committed = off
+        # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
+        tok = np.flatnonzero(plan.has_tok)
+        st = self._state_for(conn)
+        to_segment = n >= SEGMENT_MIN or (len(st.l0.docs) + len(tok) > L0_MAX)
+        seg = None
+        if to_segment and len(tok):
+            mine = Postings.build(plan.doc_nums[tok], plan.exact_keys[tok], plan.band_keys, cfg.bands)
+            p = Postings.merge([mine, st.l0.postings(cfg.bands)], cfg.bands, st.tombstones) if st.l0.docs else mine
+            name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
+            size, crc = write_segment(os.path.join(self.directory, name), p)
+            seg = (name, p.docs, size, crc)
+        # 3. one transaction
+        batch = int(self._meta(conn, "next_batch"))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = []
+            for i, c in enumerate(plan.docs):
+                cm = plan.closest[i]
+                sig = plan.sigs[plan.sig_row[i]].astype("<u4").tobytes() if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None
+                t = None if math.isnan(c.time) else c.time
+                rows.append((int(plan.doc_nums[i]), c.key, 1 if isinstance(c.id, int) else 0, t, c.source, now, batch,
+                             u2i(int(plan.exact_keys[i])), int(plan.cluster_of[i]), float(plan.new_sim[i]),
+                             plan.new_match[i], None if cm is None else str(cm[0]), None if cm is None else cm[1],
+                             plan.extras[i][1], *text_cols[i], plan.extras[i][0], sig))
+            conn.executemany("INSERT INTO documents VALUES (" + ",".join("?" * 20) + ")", rows)
+            conn.executemany("INSERT INTO clusters VALUES (?, ?, ?, ?, ?, NULL)",
+                             [(c, plan.cluster_rows[c][0], plan.cluster_rows[c][1], now, now) for c in plan.new_clusters])
+            newset = set(plan.new_clusters)
+            conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?",
+                             [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c not in newset])
+            conn.executemany("UPDATE clusters SET keeper = NULL, size = 0, updated_at = ?, merged_into = ? WHERE cluster = ?",
+                             [(now, t, c) for c, t in plan.merged.items()])
+            conn.executemany("UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
+                             [(t, c) for c, t in plan.merged.items()])
+            conn.executemany("UPDATE documents SET cluster = ? WHERE cluster = ?", [(t, c) for c, t in plan.merged.items()])
+            conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", plan.member_updates)
+            conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
+            if seg is not None:
+                conn.execute("DELETE FROM postings")
+                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                             (seg[0], seg[1], seg[2], seg[3], now))
+                # tombstones of documents that no segment lists any more could go; compaction does it
+            prow = []
+            if seg is None and len(tok):
+                for k, i in enumerate(tok.tolist()):
+                    d = int(plan.doc_nums[i])
+                    prow.append((-1, u2i(int(plan.exact_keys[i])), d))
+                    for j, key in enumerate(plan.band_keys[k].tolist()):
+                        prow.append((j, u2i(key), d))
+                conn.executemany("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", prow)
+            conn.execute("UPDATE text_files SET committed = ? WHERE file = ?", (new_committed, tf[0]))
+            dup = sum(1 for v in plan.verdicts if v.status == "duplicate")
+            conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
+                         (batch, t0, time.time(), n, n - dup, dup, note))
+            gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
+                             next_cluster=plan.next_cluster, next_batch=batch + 1)
+            conn.execute("COMMIT")
+            self._advance_state(st, gen, seg, prow)
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if seg is not None:
+                try:
+                    os.unlink(os.path.join(self.directory, seg[0]))
+                except OSError:
+                    pass
+            raise
+
+    def _bump(self, conn, **vals) -> int:
+        gen = int(self._meta(conn, "generation")) + 1
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (str(gen),))
+        for k, v in vals.items():
+            if v is not None:
+                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(v), k))
+        return gen
+
+    def _advance_state(self, st: State, gen: int, seg, prow) -> None:
+        """After this process's own add: the next state without reloading from SQLite."""
+        with self._state_lock:
+            if self._state is not st or st.generation != gen - 1:
+                self._state = None
+                return
+            if seg is not None:
+                nst = State(gen, st.bands, st.segments + [(seg[0], seg[2], seg[3])], store.L0(), st.tombstones)
+            else:
+                for band, key, doc in prow:  # readers only .get() from this dict
+                    st.l0.put(band, key & 0xFFFFFFFFFFFFFFFF, doc)
+                nst = State(gen, st.bands, st.segments, st.l0, st.tombstones)
+            self._state = nst
+
+    # ------------------------------------------------------------------ remove, compact
+    def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True) -> int:
+        """Remove documents by id, and/or every document published (or, without a time, added)
+        before `older_than` (seconds since the epoch). Their clusters are recomputed from the
+        stored pairs (a cluster may split); keepers re-decided. Returns how many were removed.
+        With `scrub`, the removed texts are overwritten in the text log at once."""
+        with self._wlock:
+            conn = self._writer()
+            docs: set[int] = set()
+            idl = [str(i) for i in ids]
+            missing = []
+            for s in range(0, len(idl), 30000):
+                chunk = idl[s : s + 30000]
+                found = dict(conn.execute(f"SELECT id, doc FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+                missing += [i for i in chunk if i not in found]
+                docs.update(found.values())
+            if missing:
+                raise DocumentNotFoundError(f"{len(missing)} id(s) not in the index: {_few(missing)}")
+            if older_than is not None:
+                docs.update(r[0] for r in conn.execute(
+                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ?", (older_than,)))
+            if not docs:
+                return 0
+            return self._remove_docs(conn, sorted(docs), scrub)
+
+    def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
+        now = time.time()
+        dl = docs
+        rows = []
+        for s in range(0, len(dl), 30000):
+            chunk = dl[s : s + 30000]
+            rows += conn.execute(f"SELECT doc, cluster, text_file, text_offset, text_length FROM documents "
+                                 f"WHERE doc IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        gone = {r[0] for r in rows}
+        affected = sorted({r[1] for r in rows})
+        members = self._cluster_members(conn, affected)
+        next_cluster = int(self._meta(conn, "next_cluster"))
+        cluster_updates = []  # (keeper, size, updated, cluster)
+        new_clusters = []
+        doc_updates = []  # (similarity, match, cluster, doc)
+        for c in affected:
+            rest = [m for m in members.get(c, []) if m["doc"] not in gone]
+            if not rest:
+                cluster_updates.append((None, 0, now, c))
+                continue
+            pos = {m["doc"]: i for i, m in enumerate(rest)}
+            edges = []
+            ds = list(pos)
+            for s in range(0, len(ds), 15000):
+                chunk = ds[s : s + 15000]
+                ph = ",".join("?" * len(chunk))
+                for a, b in conn.execute(f"SELECT a, b FROM pairs WHERE a IN ({ph}) OR b IN ({ph})", chunk + chunk):
+                    if a in pos and b in pos:
+                        edges.append((pos[a], pos[b]))
+            by_key: dict[int, int] = {}
+            for i, m in enumerate(rest):
+                if m["exact_key"] != 0:
+                    j = by_key.setdefault(m["exact_key"], i)
+                    if j != i:
+                        edges.append((j, i))
+            lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
+            comps: dict[int, list[int]] = {}
+            for i, l in enumerate(lab.tolist()):
+                comps.setdefault(l, []).append(i)
+            first = True
+            for l, idxs in sorted(comps.items(), key=lambda kv: min(rest[i]["doc"] for i in kv[1])):
+                part = [rest[i] for i in idxs]
+                if first:
+                    cid = c
+                    first = False
+                else:
+                    cid = next_cluster
+                    next_cluster += 1
+                    new_clusters.append(cid)
+                keeper = self._pick(part)
+                cluster_updates.append((keeper["doc"], len(part), now, cid))
+                jobs = []
+                for m in part:
+                    if m["doc"] == keeper["doc"]:
+                        doc_updates.append((1.0, None, cid, m["doc"]))
+                    elif m["exact_key"] != 0 and m["exact_key"] == keeper["exact_key"]:
+                        doc_updates.append((1.0, "exact", cid, m["doc"]))
+                    else:
+                        jobs.append(m)
+                if jobs:
+                    ds2 = [keeper["doc"]] + [m["doc"] for m in jobs]
+                    pr = np.array([[i + 1, 0] for i in range(len(jobs))], np.int64)
+                    if self.config.verify == "exact":
+                        tx = self._texts_of(conn, ds2)
+                        sims = verify_exact(HashSets(self.signer.hashes([tx[d] for d in ds2])), pr, self.config.measure)
+                    else:
+                        sg = self._sigs_of(conn, ds2)
+                        sims = estimate_pairs(np.stack([sg[d] for d in ds2]), pr)
+                    for m, s in zip(jobs, np.asarray(sims).tolist()):
+                        doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for s in range(0, len(dl), 30000):
+                chunk = dl[s : s + 30000]
+                ph = ",".join("?" * len(chunk))
+                conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
+                conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
+                conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
+                conn.execute(f"DELETE FROM postings WHERE doc IN ({ph})", chunk)
+            conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
+            conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
+            conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
+            conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
+            conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
+                         (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
+            self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        if scrub and self.config.store_text:
+            names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+            for _, _, f, off, ln in rows:
+                if f is not None and ln:
+                    with open(os.path.join(self.directory, names[f]), "r+b") as fh:
+                        fh.seek(off)
+                        fh.write(b"\0" * ln)
+                        os.fsync(fh.fileno())
+        return len(gone)
+
+    def _pick(self, members: list[dict]) -> dict:
+        m = len(members)
+        ids = [x["id"] for x in members]
+        times = np.array([_nan(x["published_at"]) for x in members], dtype=np.float64)
+        id_rank = np.empty(m, np.int64)
+        id_rank[np.argsort(np.array(ids, dtype=str), kind="stable")] = np.arange(m)
+        ordered, _ = pick_keepers(np.zeros(m, np.int64), np.arange(m), times,
+                                  source_ranks([x["source"] for x in members], self.config.prefer_source), id_rank)
+        return members[int(ordered[0])]
+
+    def compact(self) -> dict:
+        """Merge every segment and level 0 into one segment without removed documents, rewrite
+        the text log without removed texts, and checkpoint SQLite. Returns before/after sizes."""
+        with self._wlock:
+            conn = self._writer()
+            before = self.disk_bytes()
+            st = self._state_for(conn)
+            parts = self._arrays(st) + [st.l0.postings(self.config.bands)]
+            p = Postings.merge(parts, self.config.bands, st.tombstones)
+            p.docs = int(len(np.unique(np.concatenate([p.exact[1]] + [b[1] for b in p.bands]))))
+            name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
+            size, crc = write_segment(os.path.join(self.directory, name), p)
+            # text log: copy live texts to a new file
+            new_text = None
+            moves = []
+            if self.config.store_text:
+                names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+                fid = max(names) + 1
+                new_text = (fid, f"texts-{fid:06d}.dat")
+                off = 0
+                with open(os.path.join(self.directory, new_text[1]), "wb") as out:
+                    cur = conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, id FROM documents "
+                                       "WHERE text_file IS NOT NULL ORDER BY text_file, text_offset")
+                    for d, f, o, ln, crc_, ident in cur:
+                        txt = self._texts.read(names[f], o, ln, crc_, repr(ident)).encode("utf-8")
+                        out.write(txt)
+                        moves.append((fid, off, d))
+                        off += ln
+                    out.flush()
+                    os.fsync(out.fileno())
+                new_text = (*new_text, off)
+            old_segs = [r[0] for r in conn.execute("SELECT file FROM segments")]
+            old_texts = [r[0] for r in conn.execute("SELECT name FROM text_files")]
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("DELETE FROM segments")
+                conn.execute("DELETE FROM postings")
+                conn.execute("DELETE FROM tombstones")
+                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                             (name, p.docs, size, crc, time.time()))
+                if new_text is not None:
+                    conn.executemany("UPDATE documents SET text_file = ?, text_offset = ? WHERE doc = ?", moves)
+                    conn.execute("DELETE FROM text_files")
+                    conn.execute("INSERT INTO text_files VALUES (?, ?, ?)", new_text)
+                self._bump(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            self._texts.close()
+            for f in old_segs + (old_texts if new_text is not None else []):
+                try:
+                    os.unlink(os.path.join(self.directory, f))
+                except OSError:
+                    pass
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": 1}
+
+    # ------------------------------------------------------------------ reads
+    def disk_bytes(self) -> int:
+        return sum(os.path.getsize(os.path.join(self.directory, f)) for f in os.listdir(self.directory)
+                   if os.path.isfile(os.path.join(self.directory, f)))
+
+    def stats(self) -> dict:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            n = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+            cl = conn.execute("SELECT COUNT(*), COALESCE(SUM(size >= 2), 0), COALESCE(SUM(CASE WHEN size >= 2 THEN size - 1 ELSE 0 END), 0) "
+                              "FROM clusters WHERE size > 0").fetchone()
+            segs = conn.execute("SELECT COUNT(*), COALESCE(SUM(docs), 0), COALESCE(SUM(bytes), 0) FROM segments").fetchone()
+            l0 = conn.execute("SELECT COUNT(DISTINCT doc) FROM postings").fetchone()[0]
+            tomb = conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0]
+            text_bytes = conn.execute("SELECT COALESCE(SUM(text_length), 0) FROM documents").fetchone()[0]
+            batches = conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
+            gen = int(self._meta(conn, "generation"))
+            created = float(self._meta(conn, "created_at"))
+        finally:
+            conn.execute("COMMIT")
+        disk = self.disk_bytes()
+        return {
+            "directory": self.directory, "documents": n, "stories": cl[0], "clusters": cl[1],
+            "duplicates": cl[2], "segments": segs[0], "segment_postings_docs": segs[1], "segment_bytes": segs[2],
+            "level0_documents": l0, "tombstones": tomb, "text_bytes": text_bytes, "disk_bytes": disk,
+            "bytes_per_document_beyond_text": round((disk - text_bytes) / n, 1) if n else None,
+            "batches": batches, "generation": gen, "created_at": created, "config": self.config.as_dict(),
+        }
+
+    def get_document(self, id: Any, *, text: bool = True) -> dict:
+        conn = self._conn()
+        r = conn.execute("SELECT doc, id, id_int, published_at, source, added_at, cluster, similarity, match, closest, "
+                         "closest_similarity, title_len, extra FROM documents WHERE id = ?", (str(id),)).fetchone()
+        if r is None:
+            raise DocumentNotFoundError(f"no document with id {id!r}")
+        out = {"id": int(r[1]) if r[2] else r[1], "published_at": r[3], "source": r[4], "added_at": r[5],
+               "cluster": r[6], "similarity_to_keeper": r[7], "match": r[8], "closest": r[9],
+               "closest_similarity": r[10], "fields": json.loads(r[12]) if r[12] else {}}
+        k = conn.execute("SELECT d.id, d.id_int FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.cluster = ?",
+                         (r[6],)).fetchone()
+        out["keeper"] = (int(k[0]) if k[1] else k[0]) if k else None
+        out["is_keeper"] = out["keeper"] == out["id"]
+        if text and self.config.store_text:
+            t = self._texts_of(conn, [r[0]])[r[0]]
+            if r[11]:
+                out["title"], t = t[: r[11]], t[r[11] + 1 :]
+            out["text"] = t
+        return out
+
+    def get_cluster(self, cluster: int, *, texts: bool = False) -> dict:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            r = conn.execute("SELECT cluster, keeper, size, created_at, updated_at, merged_into FROM clusters "
+                             "WHERE cluster = ?", (int(cluster),)).fetchone()
+            if r is None:
+                raise DocumentNotFoundError(f"no cluster {cluster}")
+            if r[5] is not None:
+                return {"cluster": r[0], "merged_into": r[5], "size": 0, "keeper": None, "members": []}
+            rows = conn.execute("SELECT doc, id, id_int, published_at, source, similarity, match, extra FROM documents "
+                                "WHERE cluster = ? ORDER BY doc", (r[0],)).fetchall()
+            tx = self._texts_of(conn, [x[0] for x in rows]) if texts and self.config.store_text else {}
+        finally:
+            conn.execute("COMMIT")
+        members = []
+        keeper = None
+        for d, i, ii, t, s, sim, m, extra in rows:
+            ident = int(i) if ii else i
+            row = {"id": ident, "published_at": t, "source": s, "similarity": sim, "match": m,
+                   "is_keeper": d == r[1], "fields": json.loads(extra) if extra else {}}
+            if texts and d in tx:
+                row["text"] = tx[d]
+            if d == r[1]:
+                keeper = ident
+            members.append(row)
+        members.sort(key=lambda x: (not x["is_keeper"]))
+        return {"cluster": r[0], "keeper": keeper, "size": r[2], "created_at": r[3], "updated_at": r[4],
+                "merged_into": None, "members": members}
+
+    def recent_clusters(self, limit: int = 20, min_size: int = 2) -> list[dict]:
+        conn = self._conn()
+        rows = conn.execute("SELECT c.cluster, c.size, c.updated_at, d.id, d.id_int, d.source, d.published_at "
+                            "FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= ? "
+                            "ORDER BY c.updated_at DESC, c.cluster DESC LIMIT ?", (min_size, int(limit))).fetchall()
+        return [{"cluster": c, "size": s, "updated_at": u, "keeper": int(i) if ii else i, "keeper_source": src,
+                 "keeper_published_at": t} for c, s, u, i, ii, src, t in rows]
+
+    def clusters(self, min_size: int = 2):
+        """Every cluster of at least `min_size` documents, as rows of dedup's clusters.jsonl:
+        ``{"cluster", "keeper", "size", "members": [{"id", "similarity", "match"}]}``."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            cur = conn.execute(
+                "SELECT c.cluster, c.keeper, c.size, d.doc, d.id, d.id_int, d.similarity, d.match, d.published_at, d.source "
+                "FROM clusters c JOIN documents d ON d.cluster = c.cluster WHERE c.size >= ? ORDER BY c.cluster", (min_size,))
+            cur_c = None
+            rows: list = []
+            for row in cur:
+                if row[0] != cur_c and rows:
+                    yield _cluster_row(rows, self.config.prefer_source)
+                    rows = []
+                cur_c = row[0]
+                rows.append(row)
+            if rows:
+                yield _cluster_row(rows, self.config.prefer_source)
+        finally:
+            conn.execute("COMMIT")
+
+    def check(self) -> dict:
+        """Full check: SQLite integrity, every segment's checksum, every stored text's checksum.
+        Raises :class:`IndexCorruptError` naming the first problem; returns counts when sound."""
+        conn = self._conn()
+        res = conn.execute("PRAGMA integrity_check").fetchall()
+        if res != [("ok",)]:
+            raise IndexCorruptError(f"SQLite integrity check failed: {res[:5]}")
+        st = self._state_for(conn)
+        for n_, s, c in st.segments:
+            self._segcache.get(n_, s, c)
+        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+        k = 0
+        for _, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, id "
+                                                    "FROM documents WHERE text_file IS NOT NULL"):
+            self._texts.read(names[f], o, ln, crc, repr(ident))
+            k += 1
+        return {"sqlite": "ok", "segments": len(st.segments), "texts": k}
+
+
+def _cluster_row(rows, prefer) -> dict:
+    keeper_doc = rows[0][1]
+    keeper = next((int(r[4]) if r[5] else r[4]) for r in rows if r[3] == keeper_doc)
+    others = [r for r in rows if r[3] != keeper_doc]
+    # members in the keeper rule's order, as dedup lists them
+    m = len(others)
+    if m:
+        ids = [r[4] for r in others]
+        times = np.array([_nan(r[8]) for r in others], dtype=np.float64)
+        id_rank = np.empty(m, np.int64)
+        id_rank[np.argsort(np.array(ids, dtype=str), kind="stable")] = np.arange(m)
+        ordered, _ = pick_keepers(np.zeros(m, np.int64), np.arange(m), times, source_ranks([r[9] for r in others], prefer), id_rank)
+        others = [others[int(i)] for i in ordered]
+    return {"cluster": rows[0][0], "keeper": keeper, "size": len(rows),
+            "members": [{"id": int(r[4]) if r[5] else r[4], "similarity": r[6], "match": r[7]} for r in others]}
+
+
+def _cat(a, b):
+    if len(b[0]) == 0:
+        return a
+    if len(a[0]) == 0:
+        return b
+    return np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]])
+
+
+def _nan(x) -> float:
+    return math.nan if x is None else float(x)
+
+
+def _few(xs: list, k: int = 5) -> str:
+    s = ", ".join(repr(x) for x in xs[:k])
+    return s + (f" and {len(xs) - k} more" if len(xs) > k else "")

@@ -1,0 +1,64 @@
+"""Errors of the persistent index: each says what is wrong and, where it can, what to do."""
+from __future__ import annotations
+
+from neardup.errors import InvalidParameterError, NeardupError
+
+__all__ = [
+    "IndexError_",
+    "IndexNotFoundError",
+    "IndexExistsError",
+    "IndexLockedError",
+    "IndexCorruptError",
+    "IndexConfigError",
+    "DuplicateIdError",
+    "DocumentNotFoundError",
+    "ReadOnlyIndexError",
+]
+
+
+class IndexError_(NeardupError):
+    """Base class of the index's errors (named with a trailing underscore so that it does not
+    shadow the built-in ``IndexError``; exported as ``neardup.index.IndexFailure`` too)."""
+
+
+class IndexNotFoundError(IndexError_, FileNotFoundError):
+    """The directory holds no index (run ``neardup index init DIR`` first)."""
+
+
+class IndexExistsError(IndexError_, FileExistsError):
+    """``init`` on a directory that already holds an index."""
+
+
+class IndexLockedError(IndexError_, RuntimeError):
+    """Another process holds the index's writer lock: one writer at a time."""
+
+
+class IndexCorruptError(IndexError_, RuntimeError):
+    """A file of the index is missing, truncated or fails its checksum. Never silently used."""
+
+
+class IndexConfigError(IndexError_, InvalidParameterError):
+    """The index was built with other settings (method, k, num_perm, seed, scheme, bands, ...)
+    than those asked for, or by a build of neardup whose signatures differ."""
+
+
+class DuplicateIdError(IndexError_, ValueError):
+    """A document id is already in the index, or appears twice in one batch."""
+
+    def __init__(self, message: str, ids: list[str]) -> None:
+        super().__init__(message)
+        self.ids = ids
+
+
+class DocumentNotFoundError(IndexError_, KeyError):
+    """No document with this id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ReadOnlyIndexError(IndexError_, PermissionError):
+    """A write on an index opened read-only."""
+
+
+IndexFailure = IndexError_

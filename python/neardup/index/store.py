@@ -1,0 +1,300 @@
+"""The on-disk layout of an index directory: SQLite schema, lock, text log, state cache.
+
+An index directory holds::
+
+    index.sqlite (+ -wal, -shm)   documents, clusters, keepers, verified pairs, the manifest
+    lock                          the writer lock (flock); readers never take it
+    seg-*.ndx                     immutable sorted band postings (see segment.py)
+    texts-*.dat                   append-only text log (each text's offset, length and CRC-32
+                                  are in its ``documents`` row); bytes past ``text_files.committed``
+                                  are from an interrupted add and are cut off by the next writer
+
+The schema is documented in docs/index.md; this module creates and checks it.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import threading
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neardup.index.errors import IndexCorruptError, IndexLockedError
+from neardup.index.segment import Postings, read_segment
+
+FORMAT = 1
+DB_NAME = "index.sqlite"
+
+SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE documents (
+    doc INTEGER PRIMARY KEY,          -- internal number; postings refer to it; never reused
+    id TEXT NOT NULL UNIQUE,          -- the document's id, as a string
+    id_int INTEGER NOT NULL DEFAULT 0,-- 1 when the id was given as an integer
+    published_at REAL,                -- seconds since the epoch (UTC); NULL when missing
+    source TEXT,
+    added_at REAL NOT NULL,           -- when it was added (seconds since the epoch)
+    batch INTEGER NOT NULL,           -- the add that brought it (table batches)
+    exact_key INTEGER NOT NULL,       -- 64-bit hash of its normalised tokens (0: no tokens)
+    cluster INTEGER NOT NULL,         -- its story (table clusters)
+    similarity REAL NOT NULL,         -- similarity to the cluster's keeper (1 for the keeper)
+    match TEXT,                       -- 'exact' or 'near' to the keeper; NULL for the keeper
+    closest TEXT,                     -- id of the closest earlier document when it was added
+    closest_similarity REAL,          -- and that similarity (NULL: it matched nothing)
+    title_len INTEGER,                -- the stored text starts with a title of this length + newline
+    text_file INTEGER,                -- table text_files; NULL when texts are not stored
+    text_offset INTEGER,
+    text_length INTEGER,              -- bytes (UTF-8)
+    text_crc INTEGER,                 -- CRC-32 of those bytes
+    extra TEXT,                       -- the input record's other fields, JSON
+    signature BLOB                    -- MinHash signature (uint32 LE) when verify = 'estimate'
+);
+CREATE INDEX documents_cluster ON documents(cluster);
+CREATE TABLE clusters (
+    cluster INTEGER PRIMARY KEY,
+    keeper INTEGER,                   -- documents.doc of the keeper (NULL once merged or emptied)
+    size INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    merged_into INTEGER               -- set when merged into another cluster
+);
+CREATE INDEX clusters_recent ON clusters(updated_at) WHERE size >= 2;
+CREATE TABLE pairs (                  -- verified near pairs (a < b, document numbers)
+    a INTEGER NOT NULL, b INTEGER NOT NULL, similarity REAL NOT NULL,
+    PRIMARY KEY (a, b)
+) WITHOUT ROWID;
+CREATE INDEX pairs_b ON pairs(b);
+CREATE TABLE postings (               -- level 0: postings of recent small adds, not yet in a segment
+    band INTEGER NOT NULL,            -- -1: exact key; 0..b-1: LSH band
+    key INTEGER NOT NULL,             -- uint64 stored as its signed 64-bit twin
+    doc INTEGER NOT NULL,
+    PRIMARY KEY (band, key, doc)
+) WITHOUT ROWID;
+CREATE TABLE segments (               -- the manifest of segment files
+    seg INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL,
+    bytes INTEGER NOT NULL, crc INTEGER NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE tombstones (doc INTEGER PRIMARY KEY);  -- removed documents that a segment still lists
+CREATE TABLE text_files (file INTEGER PRIMARY KEY, name TEXT NOT NULL, committed INTEGER NOT NULL);
+CREATE TABLE batches (
+    batch INTEGER PRIMARY KEY, kind TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
+    documents INTEGER NOT NULL, new INTEGER NOT NULL, duplicates INTEGER NOT NULL, note TEXT
+);
+"""
+
+
+def u2i(x: int) -> int:
+    """uint64 -> the signed 64-bit integer with the same bits (SQLite integers are signed)."""
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
+    uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA cache_size = -65536")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise IndexCorruptError(f"{path}: not a readable SQLite database ({exc})") from exc
+    return conn
+
+
+class WriterLock:
+    """flock on DIR/lock, held while this process may write."""
+
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, "lock")
+        self.fd: int | None = None
+
+    def acquire(self) -> None:
+        if self.fd is not None:
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            except OSError:  # pragma: no cover
+                holder = ""
+            os.close(fd)
+            who = f" (held by process {holder})" if holder else ""
+            raise IndexLockedError(
+                f"index is locked: another writer is using {os.path.dirname(self.path)}{who}; "
+                "one writer at a time (readers are not blocked)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self.fd)
+                self.fd = None
+
+
+@dataclass
+class State:
+    """What readers need in memory, for one generation of the index: the postings of every
+    segment (loaded lazily, checked) and of level 0, and the tombstones."""
+
+    generation: int
+    bands: int
+    segments: list[tuple[str, int, int]]  # (file, bytes, crc)
+    l0: "L0"
+    tombstones: np.ndarray  # sorted int64
+
+
+class SegmentCache:
+    """Loaded segment files shared by every state (a file never changes once written)."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.lock = threading.Lock()
+        self.files: dict[str, Postings] = {}
+
+    def get(self, name: str, size: int, crc: int) -> Postings:
+        p = self.files.get(name)
+        if p is None:
+            with self.lock:
+                p = self.files.get(name)
+                if p is None:
+                    p = read_segment(os.path.join(self.directory, name), size, crc)
+                    self.files[name] = p
+        return p
+
+    def forget_except(self, keep: set[str]) -> None:
+        with self.lock:
+            for k in list(self.files):
+                if k not in keep:
+                    del self.files[k]
+
+
+class L0:
+    """Level 0 in memory: postings of recent small adds, as a dict (band, key) -> documents.
+    Band -1 holds exact keys. Updated in place by this process's own commits, reloaded from
+    SQLite when another process has written."""
+
+    def __init__(self) -> None:
+        self.map: dict[tuple[int, int], list[int]] = {}
+        self.docs: set[int] = set()
+
+    @staticmethod
+    def load(conn: sqlite3.Connection) -> "L0":
+        l0 = L0()
+        for band, key, doc in conn.execute("SELECT band, key, doc FROM postings"):
+            l0.put(band, key & 0xFFFFFFFFFFFFFFFF, doc)
+        return l0
+
+    def put(self, band: int, key: int, doc: int) -> None:
+        self.map.setdefault((band, key), []).append(doc)
+        self.docs.add(doc)
+
+    def lookup(self, band: int, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self.map or len(q) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        get = self.map.get
+        qi, ds = [], []
+        for i, k in enumerate(q.tolist()):
+            hit = get((band, k))
+            if hit:
+                qi.extend([i] * len(hit))
+                ds.extend(hit)
+        qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
+        if len(tomb) and len(d_a):
+            m = ~np.isin(d_a, tomb)
+            qi_a, d_a = qi_a[m], d_a[m]
+        return qi_a, d_a
+
+    def postings(self, bands: int) -> Postings:
+        ks: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
+        ds: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
+        for (b, k), docs in self.map.items():  # one pass over the map
+            ks[b].extend([k] * len(docs))
+            ds[b].extend(docs)
+
+        def part(j: int):
+            return np.array(ks[j], np.uint64), np.array(ds[j], np.uint32)
+
+        return Postings.build_sorted(part(-1), [part(j) for j in range(bands)], len(self.docs))
+
+
+
+def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (query index, document) with keys[query] == posting key, over sorted posting arrays."""
+    qi_parts, d_parts = [], []
+    if len(q) == 0 or not any(len(k) for k, _ in arrays):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # sorted needles: numpy's binary search then walks forward from the last hit (cache friendly)
+    order = np.argsort(q, kind="stable")
+    qs = q[order]
+    for keys, docs in arrays:
+        if len(keys) == 0:
+            continue
+        lo = np.searchsorted(keys, qs, "left")
+        hit = np.flatnonzero(keys[np.minimum(lo, len(keys) - 1)] == qs)
+        if len(hit) == 0:
+            continue
+        lo = lo[hit]
+        hi = np.searchsorted(keys, qs[hit], "right")
+        cnt = hi - lo
+        tot = int(cnt.sum())
+        qi = np.repeat(order[hit], cnt)
+        starts = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
+        pos = starts + np.arange(tot)
+        qi_parts.append(qi)
+        d_parts.append(docs[pos])
+    if not qi_parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    qi = np.concatenate(qi_parts)
+    d = np.concatenate(d_parts).astype(np.int64)
+    if len(tomb):
+        m = ~np.isin(d, tomb)
+        qi, d = qi[m], d[m]
+    return qi, d
+
+
+class TextLog:
+    """Append-only text files; every read checks the CRC-32 recorded in SQLite."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.fds: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def _fd(self, name: str) -> int:
+        fd = self.fds.get(name)
+        if fd is None:
+            with self.lock:
+                fd = self.fds.get(name)
+                if fd is None:
+                    try:
+                        fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
+                    except FileNotFoundError:
+                        raise IndexCorruptError(f"text file {name} is missing") from None
+                    self.fds[name] = fd
+        return fd
+
+    def read(self, name: str, offset: int, length: int, crc: int, what: str) -> str:
+        data = os.pread(self._fd(name), length, offset)
+        if len(data) != length:
+            raise IndexCorruptError(f"text of {what} is truncated in {name}")
+        if zlib.crc32(data) != (crc & 0xFFFFFFFF):
+            raise IndexCorruptError(f"text of {what} fails its checksum in {name}")
+        return data.decode("utf-8")
+
+    def close(self) -> None:
+        with self.lock:
+            for fd in self.fds.values():
+                os.close(fd)
+            self.fds.clear()

@@ -1,0 +1,1 @@
+"""The HTTP service over an index (``neardup serve``): see docs/service.md."""

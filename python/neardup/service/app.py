@@ -1,0 +1,372 @@
+"""``neardup serve``: the index over HTTP (FastAPI on uvicorn), and a web page for a person.
+
+Writes (POST without dry_run, DELETE) are serialised by the index's writer lock; reads run
+concurrently on their own SQLite connections (WAL), so they are answered while a batch is
+being added. Every error is a JSON body ``{"error": {"status", "code", "message", ...}}``.
+"""
+from __future__ import annotations
+
+import asyncio
+import math
+from contextlib import asynccontextmanager
+import os
+import time
+from typing import Annotated, Any, Union
+
+from fastapi import FastAPI, Query, Request
+from fastapi import Path as FPath
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from neardup.index import Index
+from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
+from neardup.io.errors import RecordError
+from neardup.io.records import Fields
+
+__all__ = ["create_app", "serve"]
+
+# The title is kept with the article but not compared: the guide compares article bodies, and a
+# changed headline must not hide a copy.
+FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="source")
+
+
+# ---------------------------------------------------------------------------- models
+# "Has a character that is not white space" as Python's str.strip() sees white space, which is
+# how the pipeline's record check decides that a text or an id is empty.
+NOT_BLANK = "[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+class DocumentIn(BaseModel):
+    """One article."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "example": {"id": "site-a-417", "text": "heavy rain is likely over coastal karnataka ...",
+                    "published_at": "2026-10-27T09:30:00+05:30", "source": "site-a"}})
+    id: Union[Annotated[StrictStr, Field(pattern=NOT_BLANK)], StrictInt] = Field(
+        description="unique id (a string with a non-space character, or an integer)")
+    text: StrictStr = Field(min_length=1, pattern=NOT_BLANK, description="the article body (not blank)")
+    title: StrictStr | None = Field(default=None, description="optional headline, kept but not compared")
+    published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
+        default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
+    source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
+    fields: dict[str, Any] | None = Field(default=None, description="anything else to keep with the article")
+
+
+class BatchIn(BaseModel):
+    """A batch of articles, added all or nothing."""
+
+    model_config = ConfigDict(extra="forbid")
+    documents: list[DocumentIn] = Field(min_length=1)
+
+
+class VerdictOut(BaseModel):
+    id: Union[str, int]
+    status: str = Field(description="'new' (a story of its own) or 'duplicate' (matched an earlier article)")
+    cluster: int | None
+    keeper: Union[str, int, None]
+    is_keeper: bool
+    alternates: list[Union[str, int]]
+    closest: Union[str, int, None] = Field(description="the closest earlier article, if any")
+    similarity: float | None = Field(description="similarity to the closest earlier article")
+    match: str | None = Field(description="'exact' (same normalised text) or 'near'")
+    inserted: bool
+
+
+class AddOut(BaseModel):
+    dry_run: bool
+    inserted: int
+    results: list[VerdictOut]
+
+
+class ErrorBody(BaseModel):
+    status: int
+    code: str
+    message: str
+    details: Any = None
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class MemberOut(BaseModel):
+    id: Union[str, int]
+    published_at: float | None
+    source: str | None
+    similarity: float | None
+    match: str | None
+    is_keeper: bool
+    fields: dict[str, Any]
+    text: str | None = None
+
+
+class ClusterOut(BaseModel):
+    cluster: int
+    keeper: Union[str, int, None]
+    size: int
+    created_at: float | None = None
+    updated_at: float | None = None
+    merged_into: int | None = None
+    members: list[MemberOut]
+
+
+class ClusterCard(BaseModel):
+    cluster: int
+    size: int
+    updated_at: float
+    keeper: Union[str, int]
+    keeper_source: str | None
+    keeper_published_at: float | None
+    snippet: str | None = None
+
+
+class DocumentOut(BaseModel):
+    id: Union[str, int]
+    published_at: float | None
+    source: str | None
+    added_at: float
+    cluster: int
+    keeper: Union[str, int, None]
+    is_keeper: bool
+    similarity_to_keeper: float | None
+    match: str | None
+    closest: str | None
+    closest_similarity: float | None
+    fields: dict[str, Any]
+    title: str | None = None
+    text: str | None = None
+
+
+ERR = {s: {"model": ErrorOut} for s in (400, 404, 409, 413, 422, 500)}
+
+
+def _err(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+    return JSONResponse(status_code=status,
+                        content={"error": {"status": status, "code": code, "message": message, "details": details}})
+
+
+def _finite(x):
+    return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+# ---------------------------------------------------------------------------- app
+def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000) -> FastAPI:
+    """The FastAPI application over `index` (an open :class:`Index` or a directory)."""
+    idx = index if isinstance(index, Index) else Index.open(index)
+    started = time.time()
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        writer.close()
+        if not isinstance(index, Index):  # opened here: closed here
+            idx.close()
+
+    app = FastAPI(title="neardup", version="1", lifespan=lifespan, description=(
+        "Near-duplicate detection for a news feed: post articles, get a verdict for each "
+        "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."))
+    app.state.index = idx
+    app.state.max_body = max_body
+    from neardup.service.writer import GroupWriter
+
+    writer = GroupWriter(idx, FIELDS)
+    writes = writer.lock
+
+    app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError):
+        errs = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errs):
+            e = next(e for e in errs if e.get("type") == "json_invalid")
+            return _err(400, "invalid_json", f"the body is not valid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}")
+        # The body is a document or a batch: report the errors of the shape that was meant.
+        body = getattr(exc, "body", None)
+        meant = "BatchIn" if isinstance(body, dict) and "documents" in body else "DocumentIn"
+        mine = [e for e in errs if len(e.get("loc", ())) > 1 and e["loc"][1] == meant]
+        if mine:
+            errs = [{**e, "loc": (e["loc"][0],) + tuple(e["loc"][2:])} for e in mine]
+        details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg")} for e in errs[:20]]
+        first = details[0] if details else {"where": "", "problem": "invalid request"}
+        return _err(422, "invalid_request", f"{first['where']}: {first['problem']}", _jsonable(details))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException):
+        r = _err(exc.status_code, "http_error", str(exc.detail))
+        for k, v in (getattr(exc, "headers", None) or {}).items():
+            r.headers[k] = v
+        if exc.status_code == 405:  # Allow: every method of every route on this path
+            from starlette.routing import Match
+
+            allowed = set()
+            for route in request.app.routes:
+                match, _ = route.matches({**request.scope, "method": "GET"})
+                if match != Match.NONE and getattr(route, "methods", None):
+                    allowed |= set(route.methods)
+            r.headers["Allow"] = ", ".join(sorted(allowed))
+        return r
+
+    @app.exception_handler(Exception)
+    async def on_any(request: Request, exc: Exception):  # pragma: no cover - a bug
+        return _err(500, "internal_error", f"{type(exc).__name__}: {exc}")
+
+    @app.post("/v1/documents", response_model=AddOut, responses=ERR,
+              summary="Check one article or a batch against the index, and add them")
+    async def post_documents(body: Union[BatchIn, DocumentIn],
+                             dry_run: bool = Query(False, description="only check; insert nothing")):
+        docs = body.documents if isinstance(body, BatchIn) else [body]
+        if len(docs) > max_batch:
+            return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
+                        f"{max_batch:,} (neardup serve --max-batch)")
+        recs = []
+        for d in docs:
+            r = {"id": d.id, "text": d.text}
+            if d.title is not None:
+                r["title"] = d.title
+            if d.published_at is not None:
+                r["published_at"] = d.published_at
+            if d.source is not None:
+                r["source"] = d.source
+            for k, v in (d.fields or {}).items():
+                if k not in r:
+                    r[k] = v
+            recs.append(r)
+        try:
+            if dry_run:
+                vs = await run_in_threadpool(idx.add, recs, fields=FIELDS, dry_run=True)
+            else:
+                vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
+        except DuplicateIdError as exc:
+            return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
+        except RecordError as exc:
+            where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
+            return _err(422, "bad_document", f"{where}: {exc.field or 'document'}: {exc.reason}",
+                        {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
+        except IndexCorruptError as exc:
+            return _err(500, "index_corrupt", str(exc))
+        return {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": [v.as_dict() for v in vs]}
+
+    @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
+    def get_document(doc_id: str):
+        try:
+            d = idx.get_document(doc_id)
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+        d["published_at"] = _finite(d["published_at"])
+        if d.get("title") is None and isinstance(d["fields"].get("title"), str):
+            d["title"] = d["fields"]["title"]
+        return d
+
+    @app.delete("/v1/documents/{doc_id}", responses=ERR, summary="Remove an article (its cluster may split)")
+    def delete_document(doc_id: str) -> dict:
+        try:
+            with writes:
+                n = idx.remove([doc_id])
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+        return {"removed": n, "id": doc_id}
+
+    @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
+    def recent(limit: int = Query(24, ge=1, le=500), snippets: bool = True):
+        cards = idx.recent_clusters(limit=limit)
+        if snippets and idx.config.store_text:
+            for c in cards:
+                try:
+                    t = idx.get_document(c["keeper"])
+                    txt = (t.get("title") + " — " if t.get("title") else "") + t.get("text", "")
+                    c["snippet"] = txt[:240]
+                except (DocumentNotFoundError, IndexCorruptError):
+                    c["snippet"] = None
+        return cards
+
+    @app.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
+    def get_cluster(cluster_id: int = FPath(ge=0, le=2**63 - 1), texts: bool = False):
+        try:
+            return idx.get_cluster(cluster_id, texts=texts)
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc))
+
+    @app.get("/v1/stats", responses=ERR, summary="Counts, sizes and settings")
+    def stats() -> dict:
+        return idx.stats()
+
+    @app.get("/v1/health", summary="Liveness")
+    async def health() -> dict:
+        return {"status": "ok", "uptime_seconds": round(time.time() - started, 3)}
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        from neardup.service.page import PAGE
+
+        return PAGE
+
+    return app
+
+
+class BodyLimit:
+    """Pure ASGI middleware: a request body over the limit gets 413 before it is parsed."""
+
+    def __init__(self, app, limit) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            return await self.app(scope, receive, send)
+        limit = self.limit()
+        cl = next((v for k, v in scope["headers"] if k == b"content-length"), None)
+        if cl is not None:
+            try:
+                n = int(cl)
+            except ValueError:
+                return await _err(400, "bad_content_length", "the Content-Length header is not a number")(scope, receive, send)
+            if n > limit:
+                return await _err(413, "body_too_large", f"the request body has {n:,} bytes, over the limit of "
+                                  f"{limit:,} (neardup serve --max-body)")(scope, receive, send)
+            return await self.app(scope, receive, send)
+        # no length given (chunked): read it here, within the limit, then hand it on
+        body = b""
+        more = True
+        while more:
+            msg = await receive()
+            if msg["type"] != "http.request":
+                return
+            body += msg.get("body", b"")
+            more = msg.get("more_body", False)
+            if len(body) > limit:
+                return await _err(413, "body_too_large", f"the request body is over the limit of {limit:,} bytes "
+                                  "(neardup serve --max-body)")(scope, receive, send)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await self.app(scope, replay, send)
+
+
+def _jsonable(x):
+    import json
+
+    return json.loads(json.dumps(x, default=str))
+
+
+def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
+          max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
+          sync: str = "full") -> int:
+    import uvicorn
+
+    if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
+        Index.create(directory).close()
+    idx = Index.open(directory, threads=threads, sync=sync)
+    idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
+    app = create_app(idx, max_body=max_body, max_batch=max_batch)
+    print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    finally:
+        idx.close()
+    return 0

@@ -1,0 +1,131 @@
+"""Group commit for the service: concurrent POSTs are added together, one commit (and one fsync)
+per group, instead of one each.
+
+Each request stays all or nothing on its own: its records are checked and its ids compared with
+the index and with the requests before it in the group first, and a request that fails a check
+gets its own error while the others go in. The group is then one add: each article is checked
+against the archive and every article before it (earlier requests of the group included, as if
+the requests had come one after the other), and the whole group is committed in one transaction.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+
+from neardup.index import Index
+from neardup.index.errors import DuplicateIdError
+from neardup.io.errors import RecordError
+from neardup.io.records import Fields
+
+__all__ = ["GroupWriter"]
+
+
+class GroupWriter:
+    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000) -> None:
+        self.index = index
+        self.fields = fields
+        self.max_docs = max_docs
+        self.q: queue.Queue = queue.Queue()
+        self.lock = threading.Lock()  # held while a group is written (DELETE takes it too)
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._ensure_thread()
+
+    def _ensure_thread(self) -> None:
+        """(Re)start the writer thread: an app whose lifespan ended may be served again (tests)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="neardup-writer", daemon=True)
+                self._thread.start()
+
+    def submit(self, records: list[dict]) -> Future:
+        """Queue `records` (one request); the future gets its verdicts or its error."""
+        fut: Future = Future()
+        self._ensure_thread()
+        self.q.put((records, fut))
+        return fut
+
+    def add(self, records: list[dict], timeout: float | None = None):
+        return self.submit(records).result(timeout)
+
+    def close(self) -> None:
+        t = self._thread
+        if t is not None and t.is_alive():
+            self.q.put(None)
+            t.join(10)
+
+    def _run(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            group = [item]
+            n = len(item[0])
+            stop = False
+            while n < self.max_docs:
+                try:
+                    it = self.q.get_nowait()
+                except queue.Empty:
+                    break
+                if it is None:
+                    stop = True
+                    break
+                group.append(it)
+                n += len(it[0])
+            with self.lock:
+                self._write(group)
+            if stop:
+                return
+
+    def _write(self, group) -> None:
+        ix = self.index
+        checked = []
+        for recs, fut in group:
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                docs, extras = ix._checked(recs, self.fields, 5_000_000)
+            except RecordError as exc:
+                fut.set_exception(exc)
+                continue
+            except Exception as exc:  # pragma: no cover - reported to the request, never kills the writer
+                fut.set_exception(exc)
+                continue
+            checked.append((docs, extras, fut))
+        try:
+            existing = ix.existing_ids([d.key for docs, _, _ in checked for d in docs])
+        except Exception as exc:  # pragma: no cover
+            for _, _, fut in checked:
+                fut.set_exception(exc)
+            return
+        seen: set[str] = set()
+        ok = []
+        for docs, extras, fut in checked:
+            keys = [d.key for d in docs]
+            twice = sorted({k for k in keys if keys.count(k) > 1}) if len(set(keys)) != len(keys) else []
+            if twice:
+                fut.set_exception(DuplicateIdError(f"{len(twice)} id(s) appear twice in the batch: {twice[:5]}", twice))
+                continue
+            present = [k for k in keys if k in existing or k in seen]
+            if present:
+                fut.set_exception(DuplicateIdError(f"{len(present)} id(s) already in the index: {present[:5]}", present))
+                continue
+            seen.update(keys)
+            ok.append((docs, extras, fut))
+        if not ok:
+            return
+        all_docs = [d for docs, _, _ in ok for d in docs]
+        all_extras = [e for _, extras, _ in ok for e in extras]
+        try:
+            verdicts = ix.add_checked(all_docs, all_extras)
+        except Exception as exc:
+            for _, _, fut in ok:
+                fut.set_exception(exc)
+            return
+        pos = 0
+        for docs, _, fut in ok:
+            fut.set_result(verdicts[pos : pos + len(docs)])
+            pos += len(docs)

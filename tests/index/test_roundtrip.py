@@ -1,0 +1,212 @@
+"""Index round trips, the daily-batch flow against one `neardup dedup`, removal, compaction."""
+import json
+import os
+import sqlite3
+
+import pytest
+
+import neardup
+from neardup.demo import records as demo_records
+from neardup.index import (
+    DocumentNotFoundError,
+    DuplicateIdError,
+    Index,
+    IndexConfigError,
+    IndexExistsError,
+    IndexNotFoundError,
+)
+from neardup.io.errors import RecordError
+import ix_helpers as h
+
+
+def test_rain_story_round_trip(tmp_path):
+    recs = demo_records()
+    with Index.create(tmp_path / "ix", prefer_source=["agency"]) as ix:
+        vs = ix.add(recs)
+        by = {v.id: v for v in vs}
+        assert by["agency-001"].status == "new" and by["agency-001"].is_keeper
+        for cid in ("site-a-417", "site-b-092"):
+            assert by[cid].status == "duplicate" and by[cid].keeper == "agency-001"
+            assert by[cid].cluster == by["agency-001"].cluster and by[cid].match == "near"
+            assert 0.8 <= by[cid].similarity < 1
+        assert by["site-c-310"].status == "new" and by["site-c-310"].alternates == []
+        assert all(v.inserted for v in vs)
+    # reopen: everything is still there
+    with Index.open(tmp_path / "ix") as ix:
+        d = ix.get_document("site-a-417")
+        assert d["keeper"] == "agency-001" and d["match"] == "near" and "sunday evening" in d["text"].lower()
+        c = ix.get_cluster(d["cluster"], texts=True)
+        assert c["keeper"] == "agency-001" and c["members"][0]["is_keeper"] and all("text" in m for m in c["members"])
+        st = ix.stats()
+        assert st["documents"] == len(recs) and st["clusters"] == 1
+        rows = list(ix.clusters())
+        ref = neardup.dedup(recs, None, prefer_source=["agency"])
+        assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters)
+        # query does not insert
+        q = ix.query(recs[0]["text"] + " also read more")
+        assert q[0].status == "duplicate" and not q[0].inserted
+        assert ix.stats()["documents"] == len(recs)
+        assert ix.check()["texts"] == len(recs)
+
+
+@pytest.mark.parametrize("paths", ["level0", "segments"])
+def test_daily_batches_equal_one_dedup(tmp_path, corpus, request, paths):
+    if paths == "segments":
+        request.getfixturevalue("small_segments")
+    ref = neardup.dedup(corpus, None, prefer_source=["agency"])
+    days = h.days(corpus, 4)
+    with Index.create(tmp_path / "ix", prefer_source=["agency"]) as ix:
+        for day in days:
+            ix.add(h.write_jsonl(tmp_path / f"day{len(day)}.jsonl", day))
+        rows = list(ix.clusters())
+        st = ix.stats()
+    assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters)
+    assert h.member_sims(rows) == h.member_sims(ref.clusters)
+    assert st["documents"] == len(corpus)
+    if paths == "segments":
+        assert st["segments"] >= 1
+    # the last day merged clusters (bridge articles)
+    con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
+    assert con.execute("SELECT COUNT(*) FROM clusters WHERE merged_into IS NOT NULL").fetchone()[0] > 0
+
+
+def test_one_document_at_a_time_equals_dedup(tmp_path, corpus):
+    docs = corpus[:120] + [d for d in corpus if d["id"].startswith(("c", "b"))][:80]
+    ref = neardup.dedup(docs, None)
+    with Index.create(tmp_path / "ix") as ix:
+        for d in docs:
+            ix.add([d])
+        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(ref.clusters)
+
+
+def test_estimate_mode_without_texts(tmp_path, corpus):
+    ref = neardup.dedup(corpus, None, verify="estimate")
+    with Index.create(tmp_path / "ix", verify="estimate", store_text=False) as ix:
+        for day in h.days(corpus, 3):
+            ix.add(day)
+        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(ref.clusters)
+        assert "text" not in ix.get_document(corpus[0]["id"])
+    with pytest.raises(neardup.InvalidParameterError):
+        Index.create(tmp_path / "bad", verify="exact", store_text=False)
+
+
+def test_config_stored_and_checked(tmp_path):
+    Index.create(tmp_path / "ix", k=4, num_perm=64, threshold=0.7).close()
+    with pytest.raises(IndexExistsError):
+        Index.create(tmp_path / "ix")
+    with Index.open(tmp_path / "ix", k=4, num_perm=64) as ix:
+        assert ix.config.k == 4 and ix.config.num_perm == 64 and ix.config.bands * ix.config.rows <= 64
+    with pytest.raises(IndexConfigError, match="num_perm"):
+        Index.open(tmp_path / "ix", num_perm=128)
+    with pytest.raises(IndexConfigError, match="scheme"):
+        Index.open(tmp_path / "ix", scheme="datasketch-affine32")
+    with pytest.raises(IndexNotFoundError):
+        Index.open(tmp_path / "nothing")
+    # a build whose signatures differ from the one that made the index is refused
+    con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
+    con.execute("UPDATE meta SET value = '00' WHERE key = 'probe'")
+    con.commit()
+    con.close()
+    with pytest.raises(IndexConfigError, match="different signatures"):
+        Index.open(tmp_path / "ix")
+
+
+def test_batch_is_all_or_nothing_on_bad_input(tmp_path):
+    recs = demo_records()
+    with Index.create(tmp_path / "ix") as ix:
+        ix.add(recs[:2])
+        with pytest.raises(DuplicateIdError, match="already in the index"):
+            ix.add(recs[2:] + [recs[0]])
+        with pytest.raises(DuplicateIdError, match="twice"):
+            ix.add([recs[3], recs[3]])
+        with pytest.raises(RecordError, match="text is empty"):
+            ix.add([recs[3], {"id": "e", "text": "   "}])
+        with pytest.raises(RecordError, match="text must be a string"):
+            ix.add([recs[3], {"id": "e", "text": 5}])
+        assert ix.stats()["documents"] == 2
+        ix.add(recs[2:])
+        assert ix.stats()["documents"] == len(recs)
+
+
+def test_remove_splits_and_re_decides_keeper(tmp_path, corpus):
+    ref_all = neardup.dedup(corpus, None, prefer_source=["agency"])
+    with Index.create(tmp_path / "ix", prefer_source=["agency"]) as ix:
+        for day in h.days(corpus, 2):
+            ix.add(day)
+        # remove every bridge centre and one keeper: clusters must equal dedup over the rest
+        gone = [d["id"] for d in corpus if d["id"].startswith("bX")]
+        big = max(ref_all.clusters, key=lambda r: r["size"])
+        gone.append(big["keeper"])
+        assert ix.remove(gone) == len(gone)
+        rest = [d for d in corpus if d["id"] not in set(gone)]
+        ref = neardup.dedup(rest, None, prefer_source=["agency"])
+        rows = list(ix.clusters())
+        assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters)
+        assert h.member_sims(rows) == h.member_sims(ref.clusters)
+        with pytest.raises(DocumentNotFoundError):
+            ix.get_document(gone[0])
+        with pytest.raises(DocumentNotFoundError):
+            ix.remove(["no-such-id"])
+        # removed documents are never candidates again
+        v = ix.query([d for d in corpus if d["id"] == gone[0]][0]["text"])[0]
+        assert v.closest != gone[0]
+        # compaction keeps the clusters and drops the tombstones
+        before = ix.stats()
+        ix.compact()
+        after = ix.stats()
+        assert after["tombstones"] == 0 and after["segments"] == 1 and after["documents"] == before["documents"]
+        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(ref.clusters)
+        assert ix.check()["texts"] == len(rest)
+        ix.add([{"id": "late", "text": rest[0]["text"]}])
+        assert ix.get_document("late")["match"] in ("exact", "near")
+    with Index.open(tmp_path / "ix") as ix:
+        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(
+            neardup.dedup(rest + [{"id": "late", "text": rest[0]["text"]}], None, prefer_source=["agency"]).clusters)
+
+
+def test_remove_older_than_and_scrub(tmp_path):
+    recs = [{"id": "old", "text": "a story from long ago about the harbour bridge repairs " * 3, "published_at": 1000},
+            {"id": "new", "text": "a fresh story about the metro line opening next week " * 3,
+             "published_at": "2099-01-01T00:00:00Z"}]
+    with Index.create(tmp_path / "ix") as ix:
+        ix.add(recs)
+        assert ix.remove(older_than=1_000_000) == 1
+        assert [r["id"] for r in [ix.get_document("new")]] == ["new"]
+    data = b"".join((tmp_path / "ix" / f).read_bytes() for f in os.listdir(tmp_path / "ix") if f.startswith("texts-"))
+    assert b"harbour" not in data and b"metro" in data
+
+
+def test_cli_round_trip(tmp_path, corpus, capsys):
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d, "--prefer-source", "agency"]) == 0
+    days = h.days(corpus, 2)
+    f1 = h.write_jsonl(tmp_path / "d1.jsonl", days[0])
+    f2 = h.write_jsonl(tmp_path / "d2.jsonl", days[1])
+    assert main(["index", "add", d, f1]) == 0
+    assert main(["index", "add", d, f2, "--verdicts", str(tmp_path / "v.jsonl"), "--json"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()[-1]
+    assert json.loads(out)["added"] == len(days[1])
+    assert len((tmp_path / "v.jsonl").read_text().splitlines()) == len(days[1])
+    assert main(["index", "add", d, f2]) == 3  # ids already there: nothing added
+    assert main(["index", "add", d, f1, "--k", "3"]) == 8  # settings differ
+    assert main(["index", "export", d, "-o", str(tmp_path / "c.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    ref = neardup.dedup(corpus, None, prefer_source=["agency"])
+    assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters)
+    assert main(["index", "export", d, "-o", str(tmp_path / "c.parquet")]) == 0
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "c.parquet").num_rows == len(rows)
+    capsys.readouterr()
+    assert main(["index", "query", d, "--text", corpus[0]["text"]]) == 0
+    v = json.loads(capsys.readouterr().out)
+    assert v["closest"] == corpus[0]["id"] and v["inserted"] is False
+    assert main(["index", "stats", d]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == len(corpus)
+    assert main(["index", "remove", d, "--ids", corpus[0]["id"]]) == 0
+    assert main(["index", "remove", d, "--ids", "nope"]) == 9
+    assert main(["index", "compact", d]) == 0
+    assert main(["index", "check", d]) == 0
+    assert main(["index", "stats", str(tmp_path / "none")]) == 9

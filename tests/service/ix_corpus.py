@@ -1,0 +1,1 @@
+../index/ix_helpers.py
