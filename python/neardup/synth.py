@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.errors import InvalidParameterError
+from neardup.io.writers import atomic_path
 
 __all__ = ["generate", "write_corpus", "vocabulary", "FIELDS", "COPY_KINDS"]
 
@@ -416,8 +417,6 @@ def write_corpus(
     _check(originals, copies, words, seed)
     fmt = format_for(path)
     path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}-{threading.get_ident()}")
     counts = {"records": 0, "originals": 0, "copies": 0, "spacing": 0, "light": 0, "heavy": 0}
     t0 = time.perf_counter()
 
@@ -433,7 +432,8 @@ def write_corpus(
         if progress is not None:
             progress(counts["records"])
 
-    try:
+    # Written under a temporary name and renamed when complete (io.writers.atomic_path).
+    with atomic_path(path) as tmp:
         if fmt == "parquet":
             _write_parquet(tmp, originals, copies, words, seed, level, tally)
         else:
@@ -466,13 +466,6 @@ def write_corpus(
                     inner.close()
                 raw.flush()
                 os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
     counts_out = {"path": path, "format": fmt, **counts}
     counts_out["bytes"] = os.path.getsize(path)
     counts_out["seconds"] = round(time.perf_counter() - t0, 3)

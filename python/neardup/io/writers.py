@@ -34,18 +34,18 @@ def dumps(obj) -> str:
 
 
 @contextmanager
-def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
-    """Open a temporary file next to `path`; rename it over `path` only if the block succeeds."""
+def atomic_path(path: str) -> Iterator[str]:
+    """A temporary path next to `path`, renamed over `path` only if the block succeeds (and
+    removed if it fails), so a crash never leaves a half-written file under the real name.
+    For writers that want a path (Parquet) rather than a file object."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    os.close(fd)
     try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {})) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
+        yield tmp
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -53,6 +53,16 @@ def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
         except OSError:
             pass
         raise
+
+
+@contextmanager
+def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
+    """Open a temporary file next to `path`; rename it over `path` only if the block succeeds."""
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **({"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {})) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def write_jsonl(path: str, rows) -> int:
