@@ -6,11 +6,6 @@ import sys
 
 import pytest
 
-REUTERS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                                        "reuters21578.jsonl.gz"))
-if not os.path.exists(REUTERS):
-    REUTERS = os.path.normpath(os.path.join(os.getcwd(), "..", "shared", "data", "reuters21578.jsonl.gz"))
-
 
 def _java_ok() -> bool:
     return bool(os.environ.get("JAVA_HOME")) or shutil.which("java") is not None

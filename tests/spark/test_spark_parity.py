@@ -9,8 +9,7 @@ import pytest
 import neardup
 from neardup.io.errors import RecordError
 
-from .conftest import REUTERS
-from .corpus import make_corpus, write_jsonl
+from spark_corpus import REUTERS, make_corpus, write_jsonl
 
 
 def canon_clusters(clusters):
@@ -46,7 +45,7 @@ def test_synthetic_corpus_same_answer(spark, synth_file, tmp_path):
     kw = dict(prefer_source=["agency"])
     local = neardup.dedup(synth_file, tmp_path / "local", **kw)
     sp = dedup_spark(spark, synth_file, tmp_path / "spark", collect=True, **kw)
-    assert local.report["clusters"] > 50 and local.report["near_copies_removed"] > 20
+    assert local.report["clusters"] > 50 and local.report["near_copies_removed"] > 10
     assert_same(local, sp)
     # what was written is what was returned, in the local engine's layout (Parquet)
     back = read_outputs(str(tmp_path / "spark"))

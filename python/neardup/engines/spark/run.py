@@ -58,6 +58,7 @@ def session(master: str = "local[2]", app_name: str = "neardup", conf: dict | No
     b = SparkSession.builder.master(master).appName(app_name)
     settings = {
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
     }

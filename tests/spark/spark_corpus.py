@@ -3,8 +3,14 @@ spacing/case only, light edits, heavy edits), for the engine-parity tests."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
+
+REUTERS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
+                                        "reuters21578.jsonl.gz"))
+if not os.path.exists(REUTERS):
+    REUTERS = os.path.normpath(os.path.join(os.getcwd(), "..", "shared", "data", "reuters21578.jsonl.gz"))
 
 
 def make_corpus(originals=600, copies=150, words=120, seed=0) -> list[dict]:
