@@ -42,7 +42,8 @@ def test_daily_batch_against_band_index(spark, tmp_path):
         assert j >= 0.8 - 1e-9 and abs(j - m["similarity"]) < 1e-6 or m["match"] == "exact"
         assert m["similarity"] >= expected.get(day_id, 0) - 1e-6
     assert rep["matched_archive"] == len(matches)
-    idx = json.loads(open(os.path.join(index, "index.json")).read())
+    with open(os.path.join(index, "index.json")) as f:
+        idx = json.load(f)
     assert idx["documents"] == 300 + rep["added_to_index"]
     # the same day again: every document added yesterday is now in the index
     rep2 = add_batch(spark, index, d_path, str(tmp_path / "out2"))

@@ -65,7 +65,8 @@ def test_parquet_input_and_estimate_verification(spark, synth_file, tmp_path):
 
     from neardup.engines.spark import dedup_spark
 
-    rows = [json.loads(x) for x in open(synth_file)]
+    with open(synth_file) as f:
+        rows = [json.loads(x) for x in f]
     for r in rows:
         r.setdefault("copy_kind", None)
     path = str(tmp_path / "synth.parquet")

@@ -22,11 +22,11 @@ exact_keys             pos, text                                    pos, xkey, n
 exact_groups           pos, xkey, ntok (grouped by xkey)            pos, rep
 band_rows              pos, text                                    band, key, pos [, sig]
 bucket_members         band, key, pos (grouped by band, key)        members (list<int64>, >= 2, sorted)
-verify_buckets         bid, pos, text|sig (grouped by bid)          a, b, similarity (spanning edges only)
+verify_buckets         bid, pos, text|sig (grouped by bid)          a, b, similarity[6] (spanning edges only)
 large_star/small_star  u, v (grouped by u)                          u, v
 edge_checksum          u, v                                         n, checksum (one row)
 keeper_rows            label, pos, key, time, source, xkey, rep     one row per cluster member, rule order
-pair_similarity        text_a, text_b | sig_a, sig_b                similarity
+pair_similarity        text_a, text_b | sig_a, sig_b                similarity, similarity6 (rounded)
 =====================  ===========================================  =========================================
 """
 from __future__ import annotations
@@ -296,7 +296,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     passing pair either was checked or joins two documents already connected.
     """
     empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),
-                      "similarity": pa.array([], pa.float64())})
+                      "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})
     if table.num_rows == 0:
         return empty
     bid = table.column("bid").to_numpy()
@@ -358,9 +358,11 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
                     out_s.append(np.array([sim]))
     if not out_a:
         return empty
+    sims = np.concatenate(out_s).astype(np.float64)
     return pa.table({"a": pa.array(np.concatenate(out_a), pa.int64()),
                      "b": pa.array(np.concatenate(out_b), pa.int64()),
-                     "similarity": pa.array(np.concatenate(out_s).astype(np.float64), pa.float64())})
+                     "similarity": pa.array(sims, pa.float64()),
+                     "similarity6": pa.array(round6(sims), pa.float64())})
 
 
 def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
@@ -368,7 +370,8 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
     signatures (``sig_a``, ``sig_b``). Other columns are passed through."""
     n = table.num_rows
     if n == 0:
-        return table.append_column("similarity", pa.array([], pa.float64()))
+        return (table.append_column("similarity", pa.array([], pa.float64()))
+                .append_column("similarity6", pa.array([], pa.float64())))
     if params.verify == "estimate":
         a = np.frombuffer(b"".join(table.column("sig_a").to_pylist()), dtype=np.uint32).reshape(n, -1)
         b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
@@ -381,7 +384,15 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
         pr = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).astype(np.uint32)
         sims = verify_exact(sets, pr, params.measure, params.threads)
     keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b")]
-    return table.select(keep).append_column("similarity", pa.array(np.asarray(sims, np.float64), pa.float64()))
+    sims = np.asarray(sims, np.float64)
+    return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))
+            .append_column("similarity6", pa.array(round6(sims), pa.float64())))
+
+
+def round6(x) -> list[float]:
+    """Similarities as the local engine writes them: Python's ``round(s, 6)`` (correctly
+    rounded from the binary value, ties to even — not Spark's HALF_UP ``round``)."""
+    return [round(v, 6) for v in np.asarray(x, dtype=np.float64).tolist()]
 
 
 # ---- connected components: large-star / small-star (Kiveris et al., SoCC 2014) -------------

@@ -338,9 +338,10 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             groups = _map(keyed.select("pos", "xkey", "ntok").repartition(N, "xkey"), K.exact_groups,
                           "pos BIGINT, rep BIGINT", whole_partition=True)
             docs = persist(keyed.join(groups, "pos").repartition(N, "pos"))
-            n_exact = docs.filter((F.col("rep") != F.col("pos"))).count()
-            exact_groups = docs.filter(F.col("rep") != F.col("pos")).select("rep").distinct().count()
-            no_tokens = docs.filter(F.col("ntok") == 0).count()
+            dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
+            agg = docs.agg(F.count(dup_rep).alias("n_exact"), F.countDistinct(dup_rep).alias("groups"),
+                           F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens")).first()
+            n_exact, exact_groups, no_tokens = int(agg.n_exact), int(agg.groups), int(agg.no_tokens or 0)
             st.count = n_exact
             st.note = "normalise and hash; group identical texts"
         # ---- 3. signatures, band rows, buckets, verification ---------------------------
@@ -355,8 +356,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                            whole_partition=True).dropDuplicates(["members"])
             buckets = buckets.withColumn("bid", F.xxhash64("members"))
             members = persist(buckets.select("bid", F.explode("members").alias("pos")))
-            n_buckets = buckets.count()
-            n_member_rows = members.count()
+            agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
+            n_buckets, n_member_rows = int(agg.b), int(agg.m)
             st.count = n_buckets
             st.note = "buckets of two or more (distinct member lists)"
         with log.stage("verify") as st:
@@ -367,7 +368,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 payload = _map(reps, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")
                 ddl_in = "sig"
             vin = members.join(payload, "pos").select("bid", "pos", ddl_in).repartition(N, "bid")
-            near = persist(_map(vin, lambda t: K.verify_buckets(t, params), "a BIGINT, b BIGINT, similarity DOUBLE",
+            near = persist(_map(vin, lambda t: K.verify_buckets(t, params),
+                                "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE",
                                 whole_partition=True))
             n_near = near.count()
             st.count = n_near
@@ -393,20 +395,21 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             if opts.verify == "exact":
                 ta = docs.select(F.col("pos").alias("rep"), F.col("text").alias("text_a"))
                 tb = docs.select(F.col("pos").alias("keeper_rep"), F.col("text").alias("text_b"))
-                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE"
+                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE, similarity6 DOUBLE"
             else:
                 ta = payload.select(F.col("pos").alias("rep"), F.col("sig").alias("sig_a"))
                 tb = payload.select(F.col("pos").alias("keeper_rep"), F.col("sig").alias("sig_b"))
-                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE"
+                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE, similarity6 DOUBLE"
             sims = _map(need.join(ta, "rep").join(tb, "keeper_rep"), lambda t: K.pair_similarity(t, params), ddl_s)
             full = (mem_rows.join(cluster_ids, "label")
-                    .join(sims.select("pos", "similarity"), "pos", "left")
-                    .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.round("similarity", 6)))
+                    .join(sims.select("pos", "similarity6"), "pos", "left")
+                    .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.col("similarity6")))
                     .withColumn("match", F.when(F.col("exact"), F.lit("exact")).otherwise(F.lit("near"))))
             full = persist(full)
-            n_clusters = cluster_ids.count()
-            n_removed = full.filter(F.col("rank") > 0).count()
-            n_near_removed = full.filter((F.col("rank") > 0) & ~F.col("exact")).count()
+            agg = full.agg(F.sum((F.col("rank") == 0).cast("long")).alias("c"),
+                           F.sum((F.col("rank") > 0).cast("long")).alias("r"),
+                           F.sum(((F.col("rank") > 0) & ~F.col("exact")).cast("long")).alias("nr")).first()
+            n_clusters, n_removed, n_near_removed = int(agg.c or 0), int(agg.r or 0), int(agg.nr or 0)
             st.count = n_clusters
             st.note = f"large-star/small-star, {rounds} rounds"
         # ---- outputs -----------------------------------------------------------------
@@ -422,7 +425,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                        .select(F.col("rep").alias("pa"), F.col("pos").alias("pb"), F.lit(1.0).alias("similarity"),
                                F.lit("exact").alias("match"), F.lit(0).alias("kind")))
         pairs_near = near.select(F.least("a", "b").alias("pa"), F.greatest("a", "b").alias("pb"),
-                                 F.round("similarity", 6).alias("similarity"), F.lit("near").alias("match"),
+                                 F.col("similarity6").alias("similarity"), F.lit("near").alias("match"),
                                  F.lit(1).alias("kind"))
         pairs_all = pairs_exact.unionByName(pairs_near)
         pairs_df = (pairs_all.join(idmap.withColumnRenamed("p", "pa").withColumnRenamed("pid", "a"), "pa")
