@@ -34,8 +34,9 @@ def _add_dedup_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--unit", choices=["word", "whitespace", "char"], default="word",
                    help="tokens: Unicode words (default), whitespace-split, or characters")
     g.add_argument("--num-perm", type=int, default=128, help="MinHash values per signature (default: 128)")
-    g.add_argument("--scheme", default="multiply-shift",
-                   help="MinHash scheme: multiply-shift (default), oph, datasketch-affine32")
+    g.add_argument("--scheme", default="oph",
+                   help="MinHash scheme: oph (default: one-permutation hashing, fastest), multiply-shift "
+                        "(the guide's classic MinHash), datasketch-affine32")
     g.add_argument("--seed", type=int, default=1, help="MinHash seed (default: 1)")
     g = p.add_argument_group("candidates and verification")
     g.add_argument("--threshold", type=float, default=0.8, help="similarity threshold (default: 0.8)")

@@ -102,7 +102,7 @@ def test_verify_estimate_and_pinned_bands(rain):
     assert res.report["lsh"]["bands"] == 16 and res.report["lsh"]["rows"] == 8
     assert res.report["lsh"]["rule"] == "pinned"
     assert {m["id"] for m in res.clusters[0]["members"]} <= RAIN_CLUSTER
-    sims = neardup.MinHash(num_perm=128, seed=1)
+    sims = neardup.MinHash(num_perm=128, seed=1, scheme="oph")  # the dedup default scheme
     # the estimate reported is the share of equal signature positions
     a = sims.signature(rain[0]["text"])
     for m in res.clusters[0]["members"]:
@@ -126,8 +126,9 @@ def test_containment_finds_a_story_pasted_into_a_page():
     # Jaccard is only ~0.11, so the Jaccard run finds nothing ...
     assert neardup.dedup(recs, threshold=0.8, time_field=None).report["near_pairs"] == 0
     # ... containment (shared over the smaller document's shingles) is 1.0; bands loose enough
-    # for candidates at J ~ 0.1 must be pinned (LSH targets Jaccard)
-    res = neardup.dedup(recs, threshold=0.9, measure="containment", bands=64, rows=2, time_field=None)
+    # for candidates at J ~ 0.1 must be pinned (LSH targets Jaccard): 128 bands of 1 row make a
+    # pair at J = 0.11 a candidate with P = 1 - 0.89^128 > 0.9999
+    res = neardup.dedup(recs, threshold=0.9, measure="containment", bands=128, rows=1, time_field=None)
     assert res.report["near_pairs"] == 1
     assert res.pairs[0]["similarity"] == 1.0
 
@@ -208,3 +209,25 @@ def test_exact_pass_only_groups_equal_normalised_text():
     # documents without any word are never grouped, not even with each other
     assert {c["keeper"] for c in res.clusters} == {"1"}
     assert res.clusters[0]["members"][0]["id"] == "2"
+
+
+def test_parquet_timestamps_and_binary_fields(tmp_path, rain):
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = dt.datetime(2026, 7, 12, 6, 0, tzinfo=dt.timezone.utc)
+    rows = []
+    for i, r in enumerate(rain):
+        r = dict(r)
+        # the agency story is published last here, so a site copy becomes the keeper
+        r["published_at"] = base + dt.timedelta(minutes=(100 if r["id"] == "agency-001" else i))
+        r["blob"] = bytes([i, 255])
+        rows.append(r)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "r.parquet")
+    res = neardup.dedup(str(tmp_path / "r.parquet"), tmp_path / "o")
+    assert res.clusters[0]["keeper"] == "site-a-417"
+    kept = read_jsonl(tmp_path / "o" / "kept.jsonl")
+    assert [k["id"] for k in kept] == ["site-a-417", "site-c-310", "site-e-058"]
+    assert "agency-001" in kept[0]["alternates"]

@@ -15,8 +15,62 @@ thread_local! {
     static STREAM: RefCell<TokenStream> = RefCell::new(TokenStream::default());
 }
 
+thread_local! {
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// ASCII fast path: for ASCII text, NFKC is the identity and `\w` is `[0-9A-Za-z_]`, so the
+/// tokens joined by one space are built in one pass over the bytes (no token stream).
+fn ascii_key(bytes: &[u8]) -> (u64, u64) {
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        // Every word byte is written once and every space follows a non-word byte, so the
+        // output is never longer than the input.
+        if buf.len() < bytes.len() {
+            buf.resize(bytes.len(), 0);
+        }
+        let out = &mut buf[..];
+        let (mut j, mut n, mut in_word) = (0usize, 0u64, false);
+        for &b in bytes {
+            let c = WORD[b as usize];
+            if c != 0 {
+                if !in_word {
+                    if n > 0 {
+                        out[j] = b' ';
+                        j += 1;
+                    }
+                    n += 1;
+                    in_word = true;
+                }
+                out[j] = c;
+                j += 1;
+            } else {
+                in_word = false;
+            }
+        }
+        (xxhash_rust::xxh3::xxh3_64_with_seed(&out[..j], KEY_SEED), n)
+    })
+}
+
+/// ASCII byte -> its lower-case form if it is a word byte (`[0-9A-Za-z_]`), else 0.
+static WORD: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 128 {
+        let b = i as u8;
+        if b.is_ascii_alphanumeric() || b == b'_' {
+            t[i] = b.to_ascii_lowercase();
+        }
+        i += 1;
+    }
+    t
+};
+
 /// (key, number of tokens) of one text.
 pub fn exact_key(text: &str) -> (u64, u64) {
+    if text.is_ascii() {
+        return ascii_key(text.as_bytes());
+    }
     STREAM.with(|cell| {
         let mut ts = cell.borrow_mut();
         tokenize(Unit::Word, text, None, &mut ts);
@@ -51,6 +105,24 @@ mod tests {
         assert_ne!(a.0, c.0);
         assert_eq!(a.1, 7);
         assert_eq!(exact_key("... !!").1, 0);
+    }
+
+    #[test]
+    fn ascii_fast_path_equals_tokeniser() {
+        let texts = [
+            "Heavy rain is likely over coastal Karnataka.",
+            "  snake_case AND CamelCase 55kmph -- x__y  ",
+            "",
+            "!!",
+            "a",
+            "tab\tnew\nline\r\nend",
+        ];
+        for t in texts {
+            let mut ts = TokenStream::default();
+            tokenize(Unit::Word, t, None, &mut ts);
+            let want = (xxhash_rust::xxh3::xxh3_64_with_seed(ts.text.as_bytes(), KEY_SEED), ts.len() as u64);
+            assert_eq!(ascii_key(t.as_bytes()), want, "{t:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,6 @@
 //! candidate in b bands with probability 1 - (1 - s^r)^b: the S-curve.
 
 use crate::error::param;
-use std::collections::HashMap;
 
 /// Probability that a pair with Jaccard `s` becomes a candidate under b bands of r rows.
 pub fn candidate_probability(s: f64, b: u32, r: u32) -> f64 {
@@ -156,25 +155,39 @@ pub fn check_bands(num_perm: usize, b: usize, r: usize) -> crate::Result<()> {
 
 /// Candidate pairs (i < j) of rows that share a key in at least one band column of a
 /// row-major n x b key matrix; each pair once, sorted.
+///
+/// Buckets are found by sorting each band's (key, row) column — no hash map, memory
+/// 16 bytes per row per band in flight — and bands run in parallel on the current rayon
+/// pool. Within a bucket rows are ascending, so every pair comes out as (smaller, larger).
 pub fn candidate_pairs(keys: &[u64], n: usize, b: usize) -> Vec<(u32, u32)> {
-    let mut pairs = Vec::new();
-    let mut buckets: HashMap<u64, Vec<u32>> = HashMap::new();
-    for band in 0..b {
-        buckets.clear();
-        for i in 0..n {
-            buckets.entry(keys[i * b + band]).or_default().push(i as u32);
-        }
-        for members in buckets.values() {
-            for x in 0..members.len() {
-                for y in x + 1..members.len() {
-                    pairs.push((members[x], members[y]));
+    use rayon::prelude::*;
+    assert_eq!(keys.len(), n * b, "keys must be n x b");
+    let per_band: Vec<Vec<(u32, u32)>> = (0..b)
+        .into_par_iter()
+        .map(|band| {
+            let mut col: Vec<(u64, u32)> = (0..n).map(|i| (keys[i * b + band], i as u32)).collect();
+            col.sort_unstable();
+            let mut pairs = Vec::new();
+            let mut s = 0;
+            while s < n {
+                let mut e = s + 1;
+                while e < n && col[e].0 == col[s].0 {
+                    e += 1;
                 }
+                for x in s..e {
+                    for y in x + 1..e {
+                        pairs.push((col[x].1, col[y].1));
+                    }
+                }
+                s = e;
             }
-        }
-    }
-    pairs.sort_unstable();
-    pairs.dedup();
-    pairs
+            pairs
+        })
+        .collect();
+    let mut all = per_band.concat();
+    all.par_sort_unstable();
+    all.dedup();
+    all
 }
 
 #[cfg(test)]

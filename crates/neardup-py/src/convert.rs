@@ -1,6 +1,7 @@
 //! Python inputs to Rust slices, without copying text where that can be avoided.
 
 use crate::errors::{param_err, raise};
+use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -87,9 +88,19 @@ pub fn threads(py: Python<'_>, threads: Option<i64>) -> PyResult<Option<usize>> 
     }
 }
 
-/// Strings of an Arrow string array given as (offsets, data) buffers, zero-copy.
-/// Offsets are validated before any slice is taken.
-pub fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
+/// Strings of an Arrow string array given as its (int64 offsets, uint8 data) buffers as
+/// NumPy views: zero-copy. Offsets are validated before any slice is taken.
+pub fn arrow_texts<'a>(
+    py: Python<'_>,
+    offsets: &PyReadonlyArray1<'_, i64>,
+    data: &'a PyReadonlyArray1<'_, u8>,
+) -> PyResult<Vec<&'a str>> {
+    let offsets = offsets.as_slice().map_err(|e| param_err(py, format!("offsets: {e}")))?;
+    let data = data.as_slice().map_err(|e| param_err(py, format!("data: {e}")))?;
+    arrow_strs(py, offsets, data)
+}
+
+fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<Vec<&'a str>> {
     let mut out = Vec::with_capacity(offsets.len().saturating_sub(1));
     for i in 0..offsets.len().saturating_sub(1) {
         let (s, e) = (offsets[i], offsets[i + 1]);

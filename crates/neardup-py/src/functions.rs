@@ -91,9 +91,7 @@ pub fn simhash_fingerprints_arrow<'py>(
     data: PyReadonlyArray1<'py, u8>,
     threads: Option<i64>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let offsets = offsets.as_slice().map_err(|e| param_err(py, format!("offsets: {e}")))?;
-    let data = data.as_slice().map_err(|e| param_err(py, format!("data: {e}")))?;
-    let strs = crate::convert::arrow_strs(py, offsets, data)?;
+    let strs = crate::convert::arrow_texts(py, &offsets, &data)?;
     let t = crate::convert::threads(py, threads)?;
     let mut out = vec![0u64; strs.len()];
     detached(py, || batch::with_threads(t, || batch::fingerprints(&shingler.inner, &strs, &mut out)))?;

@@ -1,6 +1,6 @@
 //! `neardup._core.MinHasher`: the three MinHash schemes behind one class.
 
-use crate::convert::{arrow_strs, one, utf8, Texts};
+use crate::convert::{arrow_texts, one, utf8, Texts};
 use crate::errors::{detached, param_err, raise, to_py};
 use crate::shingler::PyShingler;
 use neardup_core::batch;
@@ -124,9 +124,7 @@ impl PyMinHasher {
         data: PyReadonlyArray1<'py, u8>,
         threads: Option<i64>,
     ) -> PyResult<Bound<'py, PyArray2<u32>>> {
-        let offsets = offsets.as_slice().map_err(|e| param_err(py, format!("offsets: {e}")))?;
-        let data = data.as_slice().map_err(|e| param_err(py, format!("data: {e}")))?;
-        let strs = arrow_strs(py, offsets, data)?;
+        let strs = arrow_texts(py, &offsets, &data)?;
         let t = crate::convert::threads(py, threads)?;
         let mut out = self.sig_buffer(strs.len());
         detached(py, || batch::with_threads(t, || batch::signatures(&self.inner, &shingler.inner, &strs, &mut out)))?;

@@ -27,8 +27,9 @@ def histogram(jaccard: np.ndarray, found: np.ndarray, threshold: float, path: st
     ax.hist([jaccard[found], jaccard[~found]], bins=bins, stacked=True, color=["#3b7dd8", "#e4572e"],
             label=[f"found ({int(found.sum()):,})", f"missed ({int((~found).sum()):,})"])
     ax.axvline(threshold, color="black", linestyle="--", linewidth=1)
+    ax.set_yscale("log")  # the few missed pairs stay visible next to thousands found
     ax.set_xlabel("exact Jaccard of the true pair")
-    ax.set_ylabel("pairs")
+    ax.set_ylabel("pairs (log scale)")
     ax.set_title(f"True pairs at J >= {threshold}: found and missed")
     ax.legend()
     fig.tight_layout()

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from typing import NamedTuple
 
 from neardup.io.errors import RecordError
 
@@ -29,8 +30,9 @@ class Limits:
     max_chars: int = 5_000_000
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(NamedTuple):
+    """A record that passed the checks (a tuple: cheap to make once per document)."""
+
     id: str | int
     key: str  # the id as a string, for ordering and duplicate checks
     text: str  # what is fingerprinted: the title (if any), a newline, then the text
@@ -117,25 +119,33 @@ def _is_valid_unicode(s: str) -> bool:
     return True
 
 
+_MISSING = object()
+
+
 def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: int) -> Checked:
     """Validate one parsed record; raise :class:`RecordError` naming file, line and field."""
-    if fields.id not in rec or rec[fields.id] is None:
+    get = rec.get
+    rid = get(fields.id)
+    tid = type(rid)
+    if tid is str:
+        key = rid
+        if not key or key.isspace():
+            raise RecordError(path, recno, "id is empty", field=fields.id)
+    elif tid is int:
+        key = str(rid)
+    elif rid is None:
         raise RecordError(path, recno, "missing id", field=fields.id)
-    rid = rec[fields.id]
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-        raise RecordError(path, recno, f"id must be a string or an integer, got {type(rid).__name__}", field=fields.id)
-    key = rid if isinstance(rid, str) else str(rid)
-    if not key.strip():
-        raise RecordError(path, recno, "id is empty", field=fields.id)
-    if fields.text not in rec:
-        raise RecordError(path, recno, "missing text", field=fields.text)
-    text = rec[fields.text]
-    if not isinstance(text, str):
+    else:
+        raise RecordError(path, recno, f"id must be a string or an integer, got {tid.__name__}", field=fields.id)
+    text = get(fields.text, _MISSING)
+    if type(text) is not str:
+        if text is _MISSING:
+            raise RecordError(path, recno, "missing text", field=fields.text)
         got = "null" if text is None else type(text).__name__
         raise RecordError(path, recno, f"text must be a string, got {got}", field=fields.text)
     if fields.title is not None:
-        title = rec.get(fields.title)
-        if title is not None and not isinstance(title, str):
+        title = get(fields.title)
+        if title is not None and type(title) is not str:
             raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
         if title:
             text = f"{title}\n{text}"
@@ -146,21 +156,24 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
             f"text has {len(text):,} characters, over the limit of {limits.max_chars:,} (--max-chars)",
             field=fields.text,
         )
-    if not text.strip():
+    if not text or text.isspace():
         raise RecordError(path, recno, "text is empty", field=fields.text)
-    if not _is_valid_unicode(text):
+    if not text.isascii() and not _is_valid_unicode(text):
         raise RecordError(path, recno, "text is not valid Unicode (lone surrogate)", field=fields.text)
     t = math.nan
     time_error = None
     if fields.time is not None:
-        try:
-            t = parse_time(rec.get(fields.time))
-        except ValueError as exc:
-            # A bad time does not make the text unusable: the record is kept, its time counts
-            # as missing for the keeper rule, and the run report lists it.
-            time_error = str(exc)
+        v = get(fields.time)
+        if v is not None:
+            try:
+                t = parse_time(v)
+            except ValueError as exc:
+                # A bad time does not make the text unusable: the record is kept, its time
+                # counts as missing for the keeper rule, and the run report lists it.
+                time_error = str(exc)
     source = None
     if fields.source is not None:
-        s = rec.get(fields.source)
-        source = None if s is None else str(s)
+        src = get(fields.source)
+        if src is not None:
+            source = src if type(src) is str else str(src)
     return Checked(rid, key, text, t, source, time_error)

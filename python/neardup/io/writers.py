@@ -29,7 +29,8 @@ def dumps(obj) -> str:
             return _orjson.dumps(obj).decode("utf-8")
         except TypeError:
             pass  # e.g. an int over 64 bits: the standard library copes
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    # values JSON has no type for (bytes, Decimal from Parquet, ...) are written as strings
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 @contextmanager

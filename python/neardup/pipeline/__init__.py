@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from neardup.io.records import Fields
-from neardup.pipeline.options import DedupOptions
+from neardup.pipeline.options import DEFAULT_SCHEME, DedupOptions
 from neardup.pipeline.run import DedupResult, run
 
 __all__ = ["dedup", "DedupOptions", "DedupResult"]
@@ -26,7 +26,7 @@ def dedup(
     k: int = 5,
     unit: str = "word",
     num_perm: int = 128,
-    scheme: str = "multiply-shift",
+    scheme: str = DEFAULT_SCHEME,
     seed: int = 1,
     threshold: float = 0.8,
     recall: float = 0.95,

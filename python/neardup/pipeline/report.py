@@ -21,11 +21,14 @@ class Stage:
     name: str
     seconds: float = 0.0
     count: int | None = None
+    cpu_seconds: float | None = None  # CPU time of the process (all threads) in the stage
     note: str = ""
     peak_rss_mb: float = 0.0
 
     def as_dict(self) -> dict:
         d = {"name": self.name, "seconds": round(self.seconds, 4), "peak_rss_mb": self.peak_rss_mb}
+        if self.cpu_seconds is not None:
+            d["cpu_seconds"] = round(self.cpu_seconds, 4)
         if self.count is not None:
             d["count"] = self.count
         if self.note:
@@ -41,10 +44,12 @@ class StageLog:
     def stage(self, name: str):
         st = Stage(name)
         t0 = time.perf_counter()
+        c0 = time.process_time()
         try:
             yield st
         finally:
             st.seconds += time.perf_counter() - t0
+            st.cpu_seconds = (st.cpu_seconds or 0.0) + time.process_time() - c0
             st.peak_rss_mb = peak_rss_mb()
             self.stages.append(st)
 
@@ -71,6 +76,10 @@ def summary_text(report: dict) -> str:
             f"- LSH: {lsh['bands']} bands x {lsh['rows']} rows; P(candidate) at J={r['options']['threshold']}: "
             f"{lsh['p_at_threshold']:.3f}; {r['candidates']:,} candidate pairs"
         )
+        lines.append(
+            "    S-curve P(candidate): "
+            + "  ".join(f"{p['similarity']:.2f}:{p['p_candidate']:.3f}" for p in lsh["curve"])
+        )
     else:
         lines.append(
             f"- signatures: SimHash 64-bit, {r['signatures']:,} documents; {r['candidates']:,} candidate pairs "
@@ -86,7 +95,8 @@ def summary_text(report: dict) -> str:
     )
     lines.append("- time and peak memory per stage:")
     for s in r["stages"]:
-        lines.append(f"    {s['name']:<14} {s['seconds']:8.3f} s   {s['peak_rss_mb']:8.1f} MiB")
+        cpu = f"  (cpu {s['cpu_seconds']:.3f} s)" if s.get("cpu_seconds") is not None else ""
+        lines.append(f"    {s['name']:<14} {s['seconds']:8.3f} s   {s['peak_rss_mb']:8.1f} MiB{cpu}")
     lines.append(f"  total {r['seconds']:.3f} s, peak memory {r['peak_rss_mb']:.1f} MiB")
     if r.get("outdir"):
         lines.append(f"outputs in {r['outdir']}: " + ", ".join(r["files"]))

@@ -65,7 +65,7 @@ class _Docs:
         self.sources: list[str | None] = []
         self.src: list[int] = []
         self.recno: list[int] = []
-        self.where: dict[str, tuple[str, int]] = {}
+        self.where: dict[str, int] = {}  # id -> document index (duplicate check)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -146,6 +146,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # ---- pass 1: scan, exact pass, signatures -------------------------------------------
     t_exact = 0.0
     t_sig = 0.0
+    c_exact = 0.0
+    c_sig = 0.0
     bar = _progress(opts.progress, "scan + signatures")
     with log.stage("read") as st_read:
         t_read0 = time.perf_counter()
@@ -154,10 +156,11 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             batch_docs: list[int] = []
 
             def flush() -> None:
-                nonlocal t_exact, t_sig, no_tokens
+                nonlocal t_exact, t_sig, c_exact, c_sig, no_tokens
                 if not batch_texts:
                     return
                 t0 = time.perf_counter()
+                c0 = time.process_time()
                 keys, ntok = _exact_keys(batch_texts, opts.threads)
                 rep = np.empty(len(keys), dtype=np.int64)
                 new_rows: list[int] = []
@@ -174,61 +177,72 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                 exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
                 rep_of_parts.append(rep)
                 t1 = time.perf_counter()
+                c1 = time.process_time()
                 t_exact += t1 - t0
+                c_exact += c1 - c0
                 if new_rows:
                     sig = signer.batch([batch_texts[i] for i in new_rows])
                     sig_parts.append(sig)
                     sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
                 t_sig += time.perf_counter() - t1
+                c_sig += time.process_time() - c1
                 if bar is not None:
                     bar.update(len(batch_texts))
                 batch_texts.clear()
                 batch_docs.clear()
 
+            name = src.name
+            where = docs.where
+            ids_append, keys_append = docs.ids.append, docs.keys.append
+            times_append, sources_append = docs.times.append, docs.sources.append
+            src_append, recno_append = docs.src.append, docs.recno.append
+            texts_append, bdocs_append = batch_texts.append, batch_docs.append
+            batch_size = opts.batch_size
+            d = len(docs)
+            n_before = d
             for recno, rec in src.records():
-                if isinstance(rec, RecordError):
+                if type(rec) is not dict:
                     fail(rec, src_i)
                     continue
                 try:
-                    c = check_record(rec, fields, limits, src.name, recno)
+                    c = check_record(rec, fields, limits, name, recno)
                 except RecordError as err:
                     fail(err, src_i)
+                    continue
+                key = c.key
+                prev = where.get(key)
+                if prev is not None:
+                    fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
+                                     f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id), src_i)
                     continue
                 if c.time_error is not None:
                     n_bad_times += 1
                     if len(bad_times) < MAX_SKIPPED_LISTED:
-                        bad_times.append({"file": src.name, "line": recno, "field": fields.time, "reason": c.time_error})
-                prev = docs.where.get(c.key)
-                if prev is not None:
-                    fail(
-                        RecordError(
-                            src.name, recno, f"duplicate id {c.key!r} (first at {prev[0]}:{prev[1]})", field=fields.id
-                        ),
-                        src_i,
-                    )
-                    continue
-                d = len(docs)
-                docs.where[c.key] = (src.name, recno)
-                docs.ids.append(c.id)
-                docs.keys.append(c.key)
-                docs.times.append(c.time)
-                docs.sources.append(c.source)
-                docs.src.append(src_i)
-                docs.recno.append(recno)
-                per_input[src_i]["records"] += 1
-                batch_texts.append(c.text)
-                batch_docs.append(d)
-                if len(batch_texts) >= opts.batch_size:
+                        bad_times.append({"file": name, "line": recno, "field": fields.time, "reason": c.time_error})
+                where[key] = d
+                ids_append(c.id)
+                keys_append(key)
+                times_append(c.time)
+                sources_append(c.source)
+                src_append(src_i)
+                recno_append(recno)
+                texts_append(c.text)
+                bdocs_append(d)
+                d += 1
+                if len(batch_texts) >= batch_size:
                     flush()
+            per_input[src_i]["records"] = d - n_before
             flush()
         st_read.count = len(docs)
     if bar is not None:
         bar.close()
     read_stage = log.stages[-1]
     read_stage.seconds = max(0.0, read_stage.seconds - t_exact - t_sig)
+    read_stage.cpu_seconds = max(0.0, (read_stage.cpu_seconds or 0.0) - c_exact - c_sig)
     read_stage.note = "parse and check records"
-    log.stages.append(type(read_stage)("exact", t_exact, None, "normalise and hash; group identical texts", peak_rss_mb()))
-    log.stages.append(type(read_stage)("signatures", t_sig, None, "", peak_rss_mb()))
+    Stage = type(read_stage)
+    log.stages.append(Stage("exact", t_exact, None, c_exact, "normalise and hash; group identical texts", peak_rss_mb()))
+    log.stages.append(Stage("signatures", t_sig, None, c_sig, "", peak_rss_mb()))
     docs.where = {}  # no longer needed: free it
 
     n = len(docs)
@@ -439,16 +453,21 @@ def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: _Signer, fiel
             texts.clear()
             slots.clear()
 
+    bar = _progress(opts.progress, "verify: re-read candidates", total=len(set_docs))
     for s_i, src_obj in enumerate(sources):
         if masks[s_i] is None:
             continue
         for recno, rec_obj in src_obj.records(masks[s_i]):
+            if bar is not None:
+                bar.update(1)
             c = check_record(rec_obj, fields, limits, src_obj.name, recno)
             texts.append(c.text)
             slots.append(slot[(s_i, recno)])
             if len(texts) >= opts.batch_size:
                 flush()
     flush()
+    if bar is not None:
+        bar.close()
     missing = [i for i, h in enumerate(out) if h is None]
     if missing:
         raise RuntimeError(f"{len(missing)} candidate documents could not be read again (did an input change?)")
@@ -469,9 +488,10 @@ def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupRe
     return ["clusters.jsonl", "pairs.jsonl", kept_name]
 
 
-def _kept_records(sources, docs, kept_mask, alternates):
-    """(source index, recno, record dict or raw JSON line, alternates) for each kept record."""
+def _kept_records(sources, docs, kept_mask, alternates, progress=False):
+    """(record dict or raw JSON line, alternates) for each kept record, in input order."""
     kept = np.flatnonzero(kept_mask)
+    bar = _progress(progress, "write kept records", total=len(kept))
     masks = _wanted_masks(docs, kept, len(sources))
     src = np.asarray(docs.src, dtype=np.int64)
     rec = np.asarray(docs.recno, dtype=np.int64)
@@ -482,7 +502,11 @@ def _kept_records(sources, docs, kept_mask, alternates):
         it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
         for recno, obj in it:
             d = doc_at.get((s_i, recno))
+            if bar is not None:
+                bar.update(1)
             yield obj, (alternates[d] if d is not None else [])
+    if bar is not None:
+        bar.close()
 
 
 _ALT = b'"alternates"'
@@ -490,24 +514,64 @@ _ALT = b'"alternates"'
 
 def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, docs, kept_mask, alternates)
+        _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts)
         return
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        if all(isinstance(s, JsonlSource) for s in sources):
+            _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts)
+            return
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
-                line = obj.rstrip()
-                if line.endswith(b"}") and _ALT not in line:
-                    f.write(line[:-1] + b',"alternates":' + dumps(alts).encode("utf-8") + b"}\n")
-                    continue
-                import json
-
-                obj = json.loads(line)
+                obj = _with_alternates(obj, dumps(alts).encode("utf-8"))
+                f.write(obj)
+                f.write(b"\n")
+                continue
             obj["alternates"] = alts
             f.write(dumps(obj).encode("utf-8"))
             f.write(b"\n")
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
+def _with_alternates(line: bytes, alts_json: bytes) -> bytes:
+    """The JSON object `line` with an "alternates" field: the original bytes are kept and the
+    field added before the closing brace; a line that already has the field is re-encoded."""
+    line = line.rstrip()
+    if line.endswith(b"}") and _ALT not in line:
+        return line[:-1] + b',"alternates":' + alts_json + b"}"
+    import json
+
+    obj = json.loads(line)
+    obj["alternates"] = json.loads(alts_json)
+    return dumps(obj).encode("utf-8")
+
+
+def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts) -> None:
+    """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
+    kept = np.flatnonzero(kept_mask)
+    masks = _wanted_masks(docs, kept, len(sources))
+    src = np.asarray(docs.src, dtype=np.int64)
+    rec = np.asarray(docs.recno, dtype=np.int64)
+    bar = _progress(opts.progress, "write kept records", total=len(kept))
+    for s_i, s in enumerate(sources):
+        m = masks[s_i]
+        if m is None:
+            continue
+        alt = {int(rec[d]): dumps(a).encode("utf-8") for d, a in alternates.items() if src[d] == s_i}
+        empty = b"[]"
+        for start, lines in s.blocks():
+            sel = m[start : start + len(lines)]
+            idx = np.flatnonzero(sel).tolist()
+            if not idx:
+                continue
+            out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
+            out.append(b"")
+            f.write(b"\n".join(out))
+            if bar is not None:
+                bar.update(len(idx))
+    if bar is not None:
+        bar.close()
+
+
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts) -> None:
     import json
 
     import pyarrow as pa
@@ -529,7 +593,7 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates) -> None:
         rows.clear()
 
     with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates):
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
             if isinstance(obj, bytes):
                 obj = json.loads(obj)
             obj["alternates"] = [str(a) for a in alts]
