@@ -473,9 +473,12 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "outdir": None,
             "files": [],
         }
+        dups_per_input = dict(dups.groupBy((F.col("pos") / (1 << K.POS_SHIFT)).cast("int").alias("s"))
+                              .count().collect()) if n_dups else {}
         for i, m in enumerate(meta):
-            report["inputs"][i]["skipped"] = sum(1 for p, _ in listed if (int(p) >> K.POS_SHIFT) == i) if listed else 0
-            report["inputs"][i]["records"] = per_input_rows.get(i, (0, 0))[0] - report["inputs"][i]["skipped"]
+            total, bad = per_input_rows.get(i, (0, 0))
+            report["inputs"][i]["skipped"] = bad + int(dups_per_input.get(i, 0))
+            report["inputs"][i]["records"] = total - report["inputs"][i]["skipped"]
         te = docs.filter(F.col("time_error").isNotNull())
         report["unreadable_times"] = te.count() if fields.time else 0
         if report["unreadable_times"]:
