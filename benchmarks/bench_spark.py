@@ -61,7 +61,12 @@ def shuffle_sizes(event_dir: str) -> dict:
         return {}
     per_stage: dict[int, dict] = {}
     names: dict[int, str] = {}
-    with open(files[-1], encoding="utf-8") as f:
+    last = files[-1]
+    # event log v2 is a directory of rolling files (events_1_..., events_2_...)
+    parts = sorted(glob.glob(os.path.join(last, "events_*")), key=lambda x: int(os.path.basename(x).split("_")[1])) \
+        if os.path.isdir(last) else [last]
+    for part in parts:
+      with _open_log(part) as f:
         for line in f:
             ev = json.loads(line)
             kind = ev.get("Event")
@@ -74,9 +79,23 @@ def shuffle_sizes(event_dir: str) -> dict:
             elif kind == "SparkListenerStageCompleted":
                 info = ev["Stage Info"]
                 details = info.get("Details", "")
-                names[info["Stage ID"]] = info.get("Stage Name", "") + " | " + _caller(details)
-    rows = [{"stage": s, "name": names.get(s, ""), **v} for s, v in sorted(per_stage.items()) if v["bytes"]]
+                names[info["Stage ID"]] = _caller(details) or info.get("Stage Name", "")
+                st = per_stage.setdefault(info["Stage ID"], {"bytes": 0, "records": 0})
+                if info.get("Completion Time") and info.get("Submission Time"):
+                    st["seconds"] = (info["Completion Time"] - info["Submission Time"]) / 1000
+    rows = [{"stage": s, "name": names.get(s, ""), **v} for s, v in sorted(per_stage.items())]
     return {"total_bytes": sum(r["bytes"] for r in rows), "stages": rows}
+
+
+def _open_log(path: str):
+    import io
+
+    if path.endswith(".zstd") or path.endswith(".zst"):
+        import zstandard
+
+        raw = open(path, "rb")
+        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), encoding="utf-8")
+    return open(path, encoding="utf-8")
 
 
 def _caller(details: str) -> str:
@@ -125,14 +144,14 @@ def main() -> int:
     spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.partitions, conf={
         "spark.driver.memory": a.driver_memory,
         "spark.eventLog.enabled": "true",
+        "spark.eventLog.compress": "false",
         "spark.eventLog.dir": "file://" + os.path.abspath(events),
         "spark.local.dir": os.path.join(a.out, "spark-local"),
     })
     spark.sparkContext.setLogLevel("ERROR")
     res["spark_session_seconds"] = round(time.perf_counter() - t, 2)
     t = time.perf_counter()
-    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions,
-                     collect=local is not None)
+    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions)
     res["spark_seconds"] = round(time.perf_counter() - t, 2)
     res["spark_stages"] = sp.report["stages"]
     res["spark_band_rows"] = sp.report["spark"]["band_rows"]
@@ -141,11 +160,15 @@ def main() -> int:
     spark.stop()
     res["shuffle"] = shuffle_sizes(events)
     if local is not None:
-        same = ([(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
-                 for c in local.clusters]
-                == [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
-                    for c in sp.clusters])
-        res["same_clusters_and_keepers"] = same and [str(k) for k in local.kept] == [str(k) for k in sp.kept]
+        from neardup.engines.spark import read_outputs
+
+        back = read_outputs(os.path.join(a.out, "spark"))  # what Spark wrote (Parquet)
+        # the same clusters, keepers and member similarities imply the same kept records
+        res["same_clusters_and_keepers"] = (
+            [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+             for c in local.clusters]
+            == [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+                for c in back.clusters])
         res["ratio_spark_over_local"] = round(res["spark_seconds"] / res["local_seconds"], 2)
     for k in ("clusters", "copies_removed", "exact_copies_removed", "near_pairs"):
         res[k] = sp.report[k]
@@ -157,7 +180,8 @@ def main() -> int:
         print(f"  {s['name']:<12} {s['seconds']:8.2f} s")
     print(f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total")
     for s in res["shuffle"].get("stages", []):
-        print(f"  stage {s['stage']:>3}: {s['bytes'] / 1e6:9.2f} MB, {s['records']:>10,} records  {s['name'][:110]}")
+        print(f"  stage {s['stage']:>3}: {s.get('seconds', 0):7.1f} s {s['bytes'] / 1e6:9.2f} MB, "
+              f"{s['records']:>10,} records  {s['name'][:100]}")
     return 0
 
 

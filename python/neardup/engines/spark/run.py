@@ -337,7 +337,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         with log.stage("exact") as st:
             groups = _map(keyed.select("pos", "xkey", "ntok").repartition(N, "xkey"), K.exact_groups,
                           "pos BIGINT, rep BIGINT", whole_partition=True)
-            docs = persist(keyed.join(groups, "pos").repartition(N, "pos"))
+            docs = persist(keyed.join(groups, "pos"))
             dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
             agg = docs.agg(F.count(dup_rep).alias("n_exact"), F.countDistinct(dup_rep).alias("groups"),
                            F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens")).first()
