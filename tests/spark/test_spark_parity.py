@@ -30,6 +30,7 @@ def assert_same(local, sp):
     local_pairs = {(str(p["a"]), str(p["b"])): p["similarity"] for p in local.pairs}
     for p in sp.pairs:
         assert local_pairs[(str(p["a"]), str(p["b"]))] == pytest.approx(p["similarity"], abs=1e-6)
+    assert len({(p["a"], p["b"]) for p in sp.pairs}) == len(sp.pairs) <= len(local.pairs)
     assert sr["skipped_records"] == lr["skipped_records"]
 
 

@@ -370,7 +370,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             vin = members.join(payload, "pos").select("bid", "pos", ddl_in).repartition(N, "bid")
             near = persist(_map(vin, lambda t: K.verify_buckets(t, params),
                                 "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE",
-                                whole_partition=True))
+                                whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
             n_near = near.count()
             st.count = n_near
             st.note = f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
