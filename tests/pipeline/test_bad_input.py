@@ -208,3 +208,31 @@ def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
     (bad,) = res.report["unreadable_time_records"]
     assert bad["line"] == 1 and bad["field"] == "published_at" and "cannot parse" in bad["reason"]
     assert res.clusters[0]["keeper"] == "b"  # the record with a readable time wins
+
+
+def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
+    import sys
+    import threading
+
+    run = sys.modules["neardup.pipeline.run"]
+    real = run._exact_keys
+    calls = []
+
+    def failing(texts, threads):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise RuntimeError("kernel failed")
+        return real(texts, threads)
+
+    monkeypatch.setattr(run, "_exact_keys", failing)
+    recs = [{"id": str(i), "text": f"story number {i} about rain"} for i in range(200)]
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        neardup.dedup(recs, tmp_path / "o", batch_size=10)
+    assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]
+    assert not (tmp_path / "o").exists()
+    # a bad record found by the reader thread after some batches were processed
+    recs[150]["text"] = None
+    monkeypatch.setattr(run, "_exact_keys", real)
+    with pytest.raises(RecordError, match=":151: field 'text'"):
+        neardup.dedup(recs, batch_size=10)
+    assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]

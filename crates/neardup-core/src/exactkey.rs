@@ -24,29 +24,25 @@ thread_local! {
 fn ascii_key(bytes: &[u8]) -> (u64, u64) {
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
-        // Every word byte is written once and every space follows a non-word byte, so the
-        // output is never longer than the input.
-        if buf.len() < bytes.len() {
-            buf.resize(bytes.len(), 0);
+        // Branch-free: every byte is written (its lower-case form, or a space for a non-word
+        // byte) and the write position only advances for a word byte or for the first
+        // non-word byte after a word, so runs of separators become one space. The output is
+        // never longer than the input (plus one byte of slack for the last write).
+        if buf.len() < bytes.len() + 1 {
+            buf.resize(bytes.len() + 1, 0);
         }
         let out = &mut buf[..];
-        let (mut j, mut n, mut in_word) = (0usize, 0u64, false);
+        let (mut j, mut n, mut prev) = (0usize, 0u64, 0usize);
         for &b in bytes {
             let c = WORD[b as usize];
-            if c != 0 {
-                if !in_word {
-                    if n > 0 {
-                        out[j] = b' ';
-                        j += 1;
-                    }
-                    n += 1;
-                    in_word = true;
-                }
-                out[j] = c;
-                j += 1;
-            } else {
-                in_word = false;
-            }
+            let w = (c != 0) as usize;
+            out[j] = c | (((w ^ 1) as u8) * b' ');
+            n += (w & (prev ^ 1)) as u64;
+            j += w | prev;
+            prev = w;
+        }
+        if j > 0 && prev == 0 {
+            j -= 1; // a trailing space
         }
         (xxhash_rust::xxh3::xxh3_64_with_seed(&out[..j], KEY_SEED), n)
     })
@@ -116,6 +112,11 @@ mod tests {
             "!!",
             "a",
             "tab\tnew\nline\r\nend",
+            "   ",
+            "x",
+            " x ",
+            "..a..b..",
+            "trailing space ",
         ];
         for t in texts {
             let mut ts = TokenStream::default();

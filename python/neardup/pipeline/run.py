@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,105 +146,150 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             skipped.append(err.as_dict())
 
     # ---- pass 1: scan, exact pass, signatures -------------------------------------------
+    # A reader thread parses and checks records (Python, holding the GIL) while this thread
+    # runs the exact-pass and signature kernels on the previous batch (Rust, GIL released), so
+    # the two overlap. Batches go through a queue of two.
     t_exact = 0.0
     t_sig = 0.0
-    c_exact = 0.0
-    c_sig = 0.0
     bar = _progress(opts.progress, "scan + signatures")
-    with log.stage("read") as st_read:
-        t_read0 = time.perf_counter()
-        for src_i, src in enumerate(sources):
-            batch_texts: list[str] = []
-            batch_docs: list[int] = []
+    batches: queue.Queue = queue.Queue(maxsize=2)
+    stop = threading.Event()
+    read_clock = {"wall": 0.0, "cpu": 0.0, "blocked": 0.0}
+    _END = object()
 
-            def flush() -> None:
-                nonlocal t_exact, t_sig, c_exact, c_sig, no_tokens
-                if not batch_texts:
-                    return
-                t0 = time.perf_counter()
-                c0 = time.process_time()
-                keys, ntok = _exact_keys(batch_texts, opts.threads)
-                rep = np.empty(len(keys), dtype=np.int64)
-                new_rows: list[int] = []
-                setdefault = first_of.setdefault
-                for row, (key, d, nt) in enumerate(zip(keys.tolist(), batch_docs, ntok.tolist())):
-                    if nt == 0:
-                        rep[row] = d  # nothing to compare: a document of its own
+    def put(item) -> bool:
+        t0 = time.perf_counter()
+        while not stop.is_set():
+            try:
+                batches.put(item, timeout=0.1)
+                read_clock["blocked"] += time.perf_counter() - t0
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def reader() -> None:
+        nonlocal n_bad_times
+        w0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            for src_i, src in enumerate(sources):
+                batch_texts: list[str] = []
+                batch_docs: list[int] = []
+                name = src.name
+                where = docs.where
+                ids_append, keys_append = docs.ids.append, docs.keys.append
+                times_append, sources_append = docs.times.append, docs.sources.append
+                src_append, recno_append = docs.src.append, docs.recno.append
+                batch_size = opts.batch_size
+                d = len(docs)
+                n_before = d
+                for recno, rec in src.records():
+                    if stop.is_set():
+                        return
+                    if type(rec) is not dict:
+                        fail(rec, src_i)
                         continue
-                    r = setdefault(key, d)
-                    rep[row] = r
-                    if r == d:
-                        new_rows.append(row)
-                no_tokens += int((ntok == 0).sum())
-                exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
-                rep_of_parts.append(rep)
-                t1 = time.perf_counter()
-                c1 = time.process_time()
-                t_exact += t1 - t0
-                c_exact += c1 - c0
-                if new_rows:
-                    sig = signer.batch([batch_texts[i] for i in new_rows])
-                    sig_parts.append(sig)
-                    sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
-                t_sig += time.perf_counter() - t1
-                c_sig += time.process_time() - c1
-                if bar is not None:
-                    bar.update(len(batch_texts))
-                batch_texts.clear()
-                batch_docs.clear()
+                    try:
+                        c = check_record(rec, fields, limits, name, recno)
+                    except RecordError as err:
+                        fail(err, src_i)
+                        continue
+                    key = c.key
+                    prev = where.get(key)
+                    if prev is not None:
+                        fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
+                                         f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id),
+                             src_i)
+                        continue
+                    if c.time_error is not None:
+                        n_bad_times += 1
+                        if len(bad_times) < MAX_SKIPPED_LISTED:
+                            bad_times.append({"file": name, "line": recno, "field": fields.time,
+                                              "reason": c.time_error})
+                    where[key] = d
+                    ids_append(c.id)
+                    keys_append(key)
+                    times_append(c.time)
+                    sources_append(c.source)
+                    src_append(src_i)
+                    recno_append(recno)
+                    batch_texts.append(c.text)
+                    batch_docs.append(d)
+                    d += 1
+                    if len(batch_texts) >= batch_size:
+                        if not put((batch_texts, batch_docs)):
+                            return
+                        batch_texts, batch_docs = [], []
+                per_input[src_i]["records"] = d - n_before
+                if batch_texts and not put((batch_texts, batch_docs)):
+                    return
+            put(_END)
+        except BaseException as exc:  # handed to the main thread, which raises it
+            put(exc)
+        finally:
+            read_clock["wall"] = time.perf_counter() - w0
+            read_clock["cpu"] = time.thread_time() - c0
 
-            name = src.name
-            where = docs.where
-            ids_append, keys_append = docs.ids.append, docs.keys.append
-            times_append, sources_append = docs.times.append, docs.sources.append
-            src_append, recno_append = docs.src.append, docs.recno.append
-            texts_append, bdocs_append = batch_texts.append, batch_docs.append
-            batch_size = opts.batch_size
-            d = len(docs)
-            n_before = d
-            for recno, rec in src.records():
-                if type(rec) is not dict:
-                    fail(rec, src_i)
-                    continue
+    def consume(batch_texts: list[str], batch_docs: list[int]) -> None:
+        nonlocal t_exact, t_sig, no_tokens
+        t0 = time.perf_counter()
+        keys, ntok = _exact_keys(batch_texts, opts.threads)
+        rep = np.empty(len(keys), dtype=np.int64)
+        new_rows: list[int] = []
+        setdefault = first_of.setdefault
+        for row, (key, d, nt) in enumerate(zip(keys.tolist(), batch_docs, ntok.tolist())):
+            if nt == 0:
+                rep[row] = d  # nothing to compare: a document of its own
+                continue
+            r = setdefault(key, d)
+            rep[row] = r
+            if r == d:
+                new_rows.append(row)
+        no_tokens += int((ntok == 0).sum())
+        exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
+        rep_of_parts.append(rep)
+        t1 = time.perf_counter()
+        t_exact += t1 - t0
+        if new_rows:
+            sig = signer.batch([batch_texts[i] for i in new_rows])
+            sig_parts.append(sig)
+            sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
+        t_sig += time.perf_counter() - t1
+        if bar is not None:
+            bar.update(len(batch_texts))
+
+    with log.stage("read") as st_read:
+        thread = threading.Thread(target=reader, name="neardup-reader", daemon=True)
+        thread.start()
+        try:
+            while True:
+                item = batches.get()
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                consume(*item)
+        finally:
+            stop.set()
+            while thread.is_alive():  # let a blocked reader see `stop`
                 try:
-                    c = check_record(rec, fields, limits, name, recno)
-                except RecordError as err:
-                    fail(err, src_i)
-                    continue
-                key = c.key
-                prev = where.get(key)
-                if prev is not None:
-                    fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
-                                     f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id), src_i)
-                    continue
-                if c.time_error is not None:
-                    n_bad_times += 1
-                    if len(bad_times) < MAX_SKIPPED_LISTED:
-                        bad_times.append({"file": name, "line": recno, "field": fields.time, "reason": c.time_error})
-                where[key] = d
-                ids_append(c.id)
-                keys_append(key)
-                times_append(c.time)
-                sources_append(c.source)
-                src_append(src_i)
-                recno_append(recno)
-                texts_append(c.text)
-                bdocs_append(d)
-                d += 1
-                if len(batch_texts) >= batch_size:
-                    flush()
-            per_input[src_i]["records"] = d - n_before
-            flush()
+                    batches.get(timeout=0.05)
+                except queue.Empty:
+                    pass
+            thread.join()
         st_read.count = len(docs)
     if bar is not None:
         bar.close()
-    read_stage = log.stages[-1]
-    read_stage.seconds = max(0.0, read_stage.seconds - t_exact - t_sig)
-    read_stage.cpu_seconds = max(0.0, (read_stage.cpu_seconds or 0.0) - c_exact - c_sig)
-    read_stage.note = "parse and check records"
-    Stage = type(read_stage)
-    log.stages.append(Stage("exact", t_exact, None, c_exact, "normalise and hash; group identical texts", peak_rss_mb()))
-    log.stages.append(Stage("signatures", t_sig, None, c_sig, "", peak_rss_mb()))
+    scan = log.stages[-1]
+    scan_wall, scan_cpu = scan.seconds, scan.cpu_seconds
+    scan.seconds = max(0.0, read_clock["wall"] - read_clock["blocked"])
+    scan.cpu_seconds = read_clock["cpu"]
+    scan.note = "parse and check records (a thread, overlapping the next two stages)"
+    Stage = type(scan)
+    log.stages.append(Stage("exact", t_exact, None, None, "normalise and hash; group identical texts", peak_rss_mb()))
+    log.stages.append(Stage("signatures", t_sig, None, None, "", peak_rss_mb()))
+    log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),
+                "note": "the whole first pass (read, exact, signatures overlap)"}
     docs.where = {}  # no longer needed: free it
 
     n = len(docs)
@@ -407,6 +454,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         report["outdir"] = os.fspath(out)
         report["files"] = files + ["report.json"]
     report["stages"] = log.as_list()
+    report["first_pass"] = getattr(log, "scan", None)
     report["seconds"] = round(time.perf_counter() - t_start, 4)
     report["peak_rss_mb"] = peak_rss_mb()
     if out is not None:
