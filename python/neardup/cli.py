@@ -79,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", metavar="OUTDIR", help="output directory (required unless --demo)")
     p.add_argument("--demo", action="store_true", help="run on the embedded demo corpus")
     _add_dedup_options(p)
+    __import__("neardup.engines.spark.cli").engines.spark.cli.add_options(p)  # --engine spark (docs/spark.md)
 
     p = sub.add_parser("demo", help="run dedup on the embedded demo corpus (same as: neardup dedup --demo)")
     p.add_argument("-o", "--out", metavar="OUTDIR", help="also write the outputs here")
@@ -128,6 +129,8 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     from neardup.pipeline.report import summary_text
 
     kwargs = _dedup_kwargs(a)
+    if getattr(a, "engine", "local") == "spark":  # docs/spark.md
+        return __import__("neardup.engines.spark.cli").engines.spark.cli.run(a, kwargs)
     if demo or not a.inputs:
         from neardup.demo import records
 

@@ -1,0 +1,189 @@
+"""Local engine vs Spark local[2] on the same corpus, side by side, with Spark's shuffle sizes.
+
+Run by hand (not in CI):
+
+    python benchmarks/bench_spark.py --originals 100000 --copies 20000 --out /tmp/bench_spark
+
+Writes the corpus (the guide's mix: originals of random English-like words, copies in thirds:
+spacing/case, light edits, heavy edits; ``neardup.synth`` when it is installed, else a
+built-in generator), runs ``neardup.dedup`` and ``dedup_spark`` on it, checks both give the
+same clusters and keepers, and reads Spark's event log for the shuffle bytes of every stage.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def make_corpus(path: str, originals: int, copies: int, words: int, seed: int) -> None:
+    try:
+        from neardup import synth  # the bench branch's generator (real English word frequencies)
+
+        synth.write_corpus(path, originals=originals, copies=copies, words=words, seed=seed)
+        return
+    except ImportError:
+        pass
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{a}{b}" for a in "abcdefghij" for b in range(3000)])
+    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.07
+    p /= p.sum()
+    with open(path, "w", encoding="utf-8") as f:
+        bodies = rng.choice(len(vocab), size=(originals, words), p=p)
+        t0 = 1_700_000_000
+        for i in range(originals):
+            f.write(json.dumps({"id": f"o{i}", "text": " ".join(vocab[bodies[i]]), "published_at": t0 + i,
+                                "source": "agency" if i % 2 else f"site-{i % 300}"}) + "\n")
+        for j in range(copies):
+            o = int(rng.integers(0, originals))
+            w = vocab[bodies[o]].copy()
+            kind = ("spacing", "light", "heavy")[j % 3]
+            if kind == "spacing":
+                text = "  ".join(x.upper() if k % 5 == 0 else x for k, x in enumerate(w))
+            else:
+                n = int(rng.integers(1, 9)) if kind == "light" else int(rng.integers(30, 61))
+                at = rng.choice(words, n, replace=False)
+                w[at] = vocab[rng.choice(len(vocab), n, p=p)]
+                text = " ".join(w)
+            f.write(json.dumps({"id": f"c{j}", "text": text, "published_at": t0 + originals + j,
+                                "source": f"site-{j % 300}", "original_id": f"o{o}", "copy_kind": kind}) + "\n")
+
+
+def shuffle_sizes(event_dir: str) -> dict:
+    """Shuffle bytes written and records per stage, from Spark's event log."""
+    files = sorted(glob.glob(os.path.join(event_dir, "*")), key=os.path.getmtime)
+    if not files:
+        return {}
+    per_stage: dict[int, dict] = {}
+    names: dict[int, str] = {}
+    last = files[-1]
+    # event log v2 is a directory of rolling files (events_1_..., events_2_...)
+    parts = sorted(glob.glob(os.path.join(last, "events_*")), key=lambda x: int(os.path.basename(x).split("_")[1])) \
+        if os.path.isdir(last) else [last]
+    for part in parts:
+      with _open_log(part) as f:
+        for line in f:
+            ev = json.loads(line)
+            kind = ev.get("Event")
+            if kind == "SparkListenerTaskEnd":
+                m = ev.get("Task Metrics") or {}
+                sw = m.get("Shuffle Write Metrics") or {}
+                st = per_stage.setdefault(ev["Stage ID"], {"bytes": 0, "records": 0})
+                st["bytes"] += sw.get("Shuffle Bytes Written", 0)
+                st["records"] += sw.get("Shuffle Records Written", 0)
+            elif kind == "SparkListenerStageCompleted":
+                info = ev["Stage Info"]
+                details = info.get("Details", "")
+                names[info["Stage ID"]] = _caller(details) or info.get("Stage Name", "")
+                st = per_stage.setdefault(info["Stage ID"], {"bytes": 0, "records": 0})
+                if info.get("Completion Time") and info.get("Submission Time"):
+                    st["seconds"] = (info["Completion Time"] - info["Submission Time"]) / 1000
+    rows = [{"stage": s, "name": names.get(s, ""), **v} for s, v in sorted(per_stage.items())]
+    return {"total_bytes": sum(r["bytes"] for r in rows), "stages": rows}
+
+
+def _open_log(path: str):
+    import io
+
+    if path.endswith(".zstd") or path.endswith(".zst"):
+        import zstandard
+
+        raw = open(path, "rb")
+        return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _caller(details: str) -> str:
+    for line in details.splitlines():
+        if "neardup/engines/spark/run.py" in line:
+            return line.strip()
+    return ""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--originals", type=int, default=100_000)
+    ap.add_argument("--copies", type=int, default=20_000)
+    ap.add_argument("--words", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="/tmp/bench_spark")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--driver-memory", default="6g")
+    ap.add_argument("--skip-local", action="store_true")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    corpus = os.path.join(a.out, f"corpus_{a.originals}_{a.copies}_{a.words}_{a.seed}.jsonl")
+    if not os.path.exists(corpus):
+        t = time.perf_counter()
+        make_corpus(corpus, a.originals, a.copies, a.words, a.seed)
+        print(f"corpus: {corpus} written in {time.perf_counter() - t:.1f} s", flush=True)
+    size_mb = os.path.getsize(corpus) / 1e6
+    import neardup
+
+    res: dict = {"corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
+                 "cores": os.cpu_count(), "python": sys.version.split()[0]}
+    local = None
+    if not a.skip_local:
+        t = time.perf_counter()
+        local = neardup.dedup(corpus, os.path.join(a.out, "local"), prefer_source=["agency"])
+        res["local_seconds"] = round(time.perf_counter() - t, 2)
+        res["local_peak_rss_mb"] = local.report["peak_rss_mb"]
+        res["local_stages"] = local.report["stages"]
+        print(f"local engine: {res['local_seconds']} s", flush=True)
+    from neardup.engines.spark import dedup_spark, session
+
+    events = os.path.join(a.out, "spark-events")
+    os.makedirs(events, exist_ok=True)
+    t = time.perf_counter()
+    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.partitions, conf={
+        "spark.driver.memory": a.driver_memory,
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.dir": "file://" + os.path.abspath(events),
+        "spark.local.dir": os.path.join(a.out, "spark-local"),
+    })
+    spark.sparkContext.setLogLevel("ERROR")
+    res["spark_session_seconds"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions)
+    res["spark_seconds"] = round(time.perf_counter() - t, 2)
+    res["spark_stages"] = sp.report["stages"]
+    res["spark_band_rows"] = sp.report["spark"]["band_rows"]
+    res["spark_components_rounds"] = sp.report["spark"]["components_rounds"]
+    print(f"spark {a.master}: {res['spark_seconds']} s (+ {res['spark_session_seconds']} s session start)", flush=True)
+    spark.stop()
+    res["shuffle"] = shuffle_sizes(events)
+    if local is not None:
+        from neardup.engines.spark import read_outputs
+
+        back = read_outputs(os.path.join(a.out, "spark"))  # what Spark wrote (Parquet)
+        # the same clusters, keepers and member similarities imply the same kept records
+        res["same_clusters_and_keepers"] = (
+            [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+             for c in local.clusters]
+            == [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+                for c in back.clusters])
+        res["ratio_spark_over_local"] = round(res["spark_seconds"] / res["local_seconds"], 2)
+    for k in ("clusters", "copies_removed", "exact_copies_removed", "near_pairs"):
+        res[k] = sp.report[k]
+    with open(os.path.join(a.out, "bench_spark.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    print(json.dumps({k: v for k, v in res.items() if k not in ("local_stages", "spark_stages", "shuffle")}, indent=2))
+    print("spark stages:")
+    for s in res["spark_stages"]:
+        print(f"  {s['name']:<12} {s['seconds']:8.2f} s")
+    print(f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total")
+    for s in res["shuffle"].get("stages", []):
+        print(f"  stage {s['stage']:>3}: {s.get('seconds', 0):7.1f} s {s['bytes'] / 1e6:9.2f} MB, "
+              f"{s['records']:>10,} records  {s['name'][:100]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

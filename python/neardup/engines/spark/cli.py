@@ -1,0 +1,58 @@
+"""``neardup dedup --engine spark [--master URL] [--partitions N]``: the CLI glue.
+
+``neardup.cli`` calls :func:`add_options` on the dedup parser and hands the parsed arguments
+to :func:`run` when ``--engine spark`` is given; everything Spark-specific lives here.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["add_options", "run"]
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "spark"], default="local",
+                   help="local (default): this process; spark: Apache Spark (pip install 'neardup[spark]')")
+    g.add_argument("--master", default=None,
+                   help="Spark master URL (default: the session's, or local[*] when none is running)")
+    g.add_argument("--partitions", type=int, default=None,
+                   help="Spark: partitions of every shuffle (default: spark.sql.shuffle.partitions)")
+    g.add_argument("--checkpoint-dir", default=None,
+                   help="Spark: reliable checkpoints of the connected-components rounds here "
+                        "(default: local checkpoints)")
+
+
+def run(a: argparse.Namespace, kwargs: dict) -> int:
+    """Run ``neardup dedup`` on Spark with the parsed arguments; returns the exit code."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        print("neardup dedup --engine spark: pyspark is not installed (pip install 'neardup[spark]')",
+              file=sys.stderr)
+        return 2
+    from neardup.engines.spark.run import dedup_spark, session
+    from neardup.pipeline.report import summary_text
+
+    if not a.out:
+        print("neardup dedup: -o/--out OUTDIR is required with --engine spark", file=sys.stderr)
+        return 2
+    if a.demo or not a.inputs:
+        print("neardup dedup --engine spark: give INPUT files (JSONL or Parquet)", file=sys.stderr)
+        return 2
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None or (a.master and spark.sparkContext.master != a.master):
+        spark = session(a.master or "local[*]")
+    kwargs = dict(kwargs)
+    kwargs.pop("progress", None)
+    kwargs.pop("threads", None)
+    res = dedup_spark(spark, a.inputs, a.out, partitions=a.partitions, checkpoint_dir=a.checkpoint_dir, **kwargs)
+    if a.json:
+        print(json.dumps(res.report, indent=2))
+    elif not a.quiet:
+        print(summary_text(res.report))
+    return 0

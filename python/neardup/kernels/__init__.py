@@ -1,0 +1,515 @@
+"""Engine-neutral kernels: ``pyarrow.Table -> pyarrow.Table`` functions over the Rust core.
+
+Each kernel is a pure function of one Arrow table (one partition, or one batch of it) and its
+parameters, so any engine that can hand Arrow batches to Python runs them: Spark's
+``mapInArrow`` (``neardup.engines.spark``) today, Dask or Ray later. None of them keeps state
+between calls and none of them reads files: the engine moves the data, the kernel computes.
+
+Documents are named by ``pos`` (int64): ``input index << 40 | record number`` (1-based line of
+a JSONL file, row of a Parquet file), so ``pos`` order is input order — the order the local
+engine (``neardup.pipeline``) numbers documents in. That makes the answers of both engines
+identical: the exact-pass representative of a group is its earliest document, a component is
+labelled by its earliest document, clusters are numbered by that label.
+
+The kernels, in pipeline order:
+
+=====================  ===========================================  =========================================
+kernel                 input columns                                output columns
+=====================  ===========================================  =========================================
+check_jsonl            src, recno, value (one JSONL line)           CHECKED (+ value)
+check_rows             src, recno, <record columns>                 CHECKED
+exact_keys             pos, text                                    pos, xkey, ntok
+exact_groups           pos, xkey, ntok (grouped by xkey)            pos, rep
+band_rows              pos, text                                    band, key, pos [, sig]
+bucket_members         band, key, pos (grouped by band, key)        members (list<int64>, >= 2, sorted)
+verify_buckets         bid, pos, text|sig (grouped by bid)          a, b, similarity[6] (spanning edges only)
+large_star/small_star  u, v (grouped by u)                          u, v
+edge_checksum          u, v                                         n, checksum (one row)
+keeper_rows            label, pos, key, time, source, xkey, rep     one row per cluster member, rule order
+pair_similarity        text_a, text_b | sig_a, sig_b                similarity, similarity6 (rounded)
+=====================  ===========================================  =========================================
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+import neardup
+from neardup import _core
+from neardup.io.errors import RecordError
+from neardup.io.readers import parse_json_line
+from neardup.io.records import Fields, Limits, check_record
+from neardup.pipeline.keepers import source_ranks
+
+__all__ = [
+    "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
+    "check_jsonl", "check_rows", "exact_keys", "exact_groups", "band_rows", "bucket_members",
+    "verify_buckets", "large_star", "small_star", "edge_checksum", "keeper_rows", "pair_similarity",
+    "kept_jsonl_line",
+]
+
+POS_SHIFT = 40  # record numbers up to 2**40; input index in the bits above
+
+
+def make_pos(src, recno):
+    return (np.asarray(src, dtype=np.int64) << POS_SHIFT) | np.asarray(recno, dtype=np.int64)
+
+
+def pos_src(pos):
+    return np.asarray(pos, dtype=np.int64) >> POS_SHIFT
+
+
+def pos_recno(pos):
+    return np.asarray(pos, dtype=np.int64) & ((1 << POS_SHIFT) - 1)
+
+
+#: Schema of a checked record: the local engine's :class:`neardup.io.records.Checked`, plus
+#: the error of a record that failed its check (``error`` is a JSON ``RecordError.as_dict``).
+CHECKED = pa.schema([
+    ("pos", pa.int64()),
+    ("id", pa.string()),          # the id as a string (Checked.key)
+    ("id_int", pa.bool_()),       # the id was an integer in the input
+    ("text", pa.large_string()),  # title + "\n" + text when a title field is set
+    ("time", pa.float64()),       # epoch seconds; NaN when missing or unreadable
+    ("source", pa.string()),
+    ("time_error", pa.string()),
+    ("error", pa.string()),       # null for a good record
+])
+
+
+@dataclass(frozen=True)
+class KernelParams:
+    """What the kernels need of :class:`neardup.pipeline.DedupOptions` (picklable, small)."""
+
+    k: int = 5
+    unit: str = "word"
+    num_perm: int = 128
+    scheme: str = "multiply-shift"
+    seed: int = 1
+    bands: int = 13
+    rows: int = 7
+    threshold: float = 0.8
+    verify: str = "exact"
+    measure: str = "jaccard"
+    threads: int | None = 1
+
+    @classmethod
+    def from_options(cls, opts, bands: int, rows: int, threads: int | None = 1) -> "KernelParams":
+        return cls(k=opts.k, unit=opts.unit, num_perm=opts.num_perm, scheme=opts.scheme, seed=opts.seed,
+                   bands=bands, rows=rows, threshold=opts.threshold, verify=opts.verify,
+                   measure=opts.measure, threads=threads)
+
+    def shingler(self) -> neardup.Shingler:
+        # the local engine's signer: Shingler(k, unit, seed=0)
+        return neardup.Shingler(k=self.k, unit=self.unit, seed=0)
+
+    def minhash(self) -> neardup.MinHash:
+        return neardup.MinHash(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme,
+                               shingler=self.shingler())
+
+
+_CACHE: dict = {}
+
+
+def _cached(params: KernelParams, what: str):
+    key = (params, what)
+    obj = _CACHE.get(key)
+    if obj is None:
+        obj = params.shingler() if what == "shingler" else params.minhash()
+        _CACHE[key] = obj
+    return obj
+
+
+# ---- records ----------------------------------------------------------------------------
+
+
+def _checked_table(rows: list[tuple], extra: dict | None = None) -> pa.Table:
+    cols = list(zip(*rows)) if rows else [[] for _ in CHECKED.names]
+    arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols, CHECKED)]
+    t = pa.Table.from_arrays(arrays, schema=CHECKED)
+    if extra:
+        for name, arr in extra.items():
+            t = t.append_column(name, arr)
+    return t
+
+
+def _check_one(rec, fields: Fields, limits: Limits, name: str, src: int, recno: int) -> tuple:
+    pos = (src << POS_SHIFT) | recno
+    if isinstance(rec, RecordError):
+        return (pos, None, None, None, math.nan, None, None, json.dumps(rec.as_dict()))
+    try:
+        c = check_record(rec, fields, limits, name, recno)
+    except RecordError as err:
+        return (pos, None, None, None, math.nan, None, None, json.dumps(err.as_dict()))
+    return (pos, c.key, isinstance(c.id, int), c.text, c.time, c.source, c.time_error, None)
+
+
+def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str],
+                keep_value: bool = False) -> pa.Table:
+    """Parse and check JSONL lines exactly as the local engine does (``parse_json_line`` then
+    ``check_record``). Blank lines are not records and are dropped. With ``keep_value`` the raw
+    line is carried on (for writing the kept records untouched)."""
+    src = table.column("src").to_numpy()
+    recno = table.column("recno").to_numpy()
+    values = table.column("value").to_pylist()
+    rows = []
+    keep = []
+    for s, r, line in zip(src.tolist(), recno.tolist(), values):
+        if line is None or not line.strip():
+            continue
+        name = names[s]
+        rec = parse_json_line(name, r, line.encode("utf-8"))
+        rows.append(_check_one(rec, fields, limits, name, s, r))
+        keep.append(line)
+    extra = {"value": pa.array(keep, type=pa.large_string())} if keep_value else None
+    return _checked_table(rows, extra)
+
+
+def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
+    """Check records given as columns (Parquet, a DataFrame), as the local engine does."""
+    src = table.column("src").to_numpy()
+    recno = table.column("recno").to_numpy()
+    recs = table.drop_columns(["src", "recno"]).to_pylist()
+    rows = [_check_one(rec, fields, limits, names[s], s, r) for s, r, rec in zip(src.tolist(), recno.tolist(), recs)]
+    return _checked_table(rows)
+
+
+# ---- exact pass -------------------------------------------------------------------------
+
+
+def exact_keys(table: pa.Table, threads: int | None = 1) -> pa.Table:
+    """The local engine's exact key (normalised text hash, ``_core._exact_keys``) and token
+    count of each text; ``xkey`` is 0 for a text with no tokens (it is a document of its own)."""
+    texts = table.column("text").to_pylist()
+    if texts:
+        keys, ntok = _core._exact_keys(texts, threads)
+        keys = np.asarray(keys, dtype=np.uint64)
+        ntok = np.asarray(ntok, dtype=np.int64)
+    else:
+        keys, ntok = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    keys = np.where(ntok == 0, np.uint64(0), keys).view(np.int64)
+    return pa.table({"pos": table.column("pos"), "xkey": pa.array(keys, pa.int64()),
+                     "ntok": pa.array(ntok, pa.int64())})
+
+
+def exact_groups(table: pa.Table) -> pa.Table:
+    """Rows grouped by ``xkey`` (all rows of a key in this table): each document's
+    representative, the earliest document (smallest ``pos``) with its key."""
+    pos = table.column("pos").to_numpy()
+    xkey = table.column("xkey").to_numpy()
+    ntok = table.column("ntok").to_numpy()
+    rep = pos.copy()
+    if len(pos):
+        order = np.lexsort((pos, xkey))
+        k = xkey[order]
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        first = np.repeat(pos[order][starts], np.diff(np.r_[starts, len(k)]))
+        rep[order] = first
+        rep = np.where(ntok == 0, pos, rep)
+    return pa.table({"pos": pa.array(pos, pa.int64()), "rep": pa.array(rep, pa.int64())})
+
+
+# ---- signatures and bands ---------------------------------------------------------------
+
+
+def band_rows(table: pa.Table, params: KernelParams, with_sig: bool = False) -> pa.Table:
+    """MinHash signatures of the texts (Arrow strings read in place) and one row per
+    (band, band key, document): the guide's "each band's table is independent"."""
+    pos = table.column("pos").to_numpy()
+    n = len(pos)
+    b, r = params.bands, params.rows
+    if n:
+        text = table.column("text").combine_chunks() if isinstance(table.column("text"), pa.ChunkedArray) else table.column("text")
+        sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
+        keys = neardup.lsh.band_keys(sigs, b, r, threads=params.threads)  # (n, b) uint64
+    else:
+        sigs = np.zeros((0, params.num_perm), np.uint32)
+        keys = np.zeros((0, b), np.uint64)
+    out = {
+        "band": pa.array(np.tile(np.arange(b, dtype=np.int32), n), pa.int32()),
+        "key": pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
+        "pos": pa.array(np.repeat(pos, b), pa.int64()),
+    }
+    t = pa.table(out)
+    if with_sig:
+        sig_bytes = np.ascontiguousarray(sigs).view(np.uint8).reshape(n, -1)
+        t2 = pa.table({"pos": pa.array(pos, pa.int64()), "sig": _fixed_binary(sig_bytes)})
+        return t, t2
+    return t
+
+
+def _fixed_binary(rows: np.ndarray) -> pa.Array:
+    n, w = rows.shape if rows.ndim == 2 else (0, 0)
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(rows).tobytes())])
+
+
+def signatures(table: pa.Table, params: KernelParams) -> pa.Table:
+    """pos, sig (the signature's uint32 values as bytes) for --verify estimate."""
+    _, t2 = band_rows(table, params, with_sig=True)
+    return t2.set_column(1, "sig", t2.column("sig").cast(pa.binary()))
+
+
+def bucket_members(table: pa.Table) -> pa.Table:
+    """Rows grouped by (band, key): one row per bucket of two or more documents, its members
+    sorted. Singleton buckets (nearly all of them) end here."""
+    band = table.column("band").to_numpy().astype(np.int64)
+    key = table.column("key").to_numpy()
+    pos = table.column("pos").to_numpy()
+    if len(pos) < 2:
+        return pa.table({"members": pa.array([], pa.list_(pa.int64()))})
+    order = np.lexsort((pos, key, band))
+    band, key, pos = band[order], key[order], pos[order]
+    new = np.r_[True, (band[1:] != band[:-1]) | (key[1:] != key[:-1])]
+    starts = np.flatnonzero(new)
+    ends = np.r_[starts[1:], len(pos)]
+    big = (ends - starts) >= 2
+    starts, ends = starts[big], ends[big]
+    if not len(starts):
+        return pa.table({"members": pa.array([], pa.list_(pa.int64()))})
+    sel = np.concatenate([np.arange(s, e) for s, e in zip(starts.tolist(), ends.tolist())])
+    offsets = np.r_[0, np.cumsum(ends - starts)].astype(np.int32)
+    members = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(pos[sel], pa.int64()))
+    return pa.table({"members": members})
+
+
+# ---- verification -----------------------------------------------------------------------
+
+
+def _sets_of(texts: list[str], params: KernelParams):
+    from neardup.pipeline.verify import HashSets
+
+    return HashSets(_cached(params, "shingler").hashes_batch(texts, threads=params.threads))
+
+
+def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
+    """Rows (bid, pos, text) — or (bid, pos, sig) for ``verify="estimate"`` — grouped by bucket.
+
+    A per-bucket union-find: each document, in ``pos`` order, is verified only against the
+    bucket members not already connected to it, and only the edges that join two sets are
+    emitted. A bucket of m copies costs m - 1 checks when they all pass (not m(m-1)/2), and
+    the components are those of all verified candidate pairs of the bucket, because every
+    passing pair either was checked or joins two documents already connected.
+    """
+    empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),
+                      "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})
+    if table.num_rows == 0:
+        return empty
+    bid = table.column("bid").to_numpy()
+    pos = table.column("pos").to_numpy()
+    order = np.lexsort((pos, bid))
+    bid, pos = bid[order], pos[order]
+    estimate = params.verify == "estimate"
+    if estimate:
+        raw = table.column("sig").combine_chunks()
+        sig = np.frombuffer(b"".join(raw.take(pa.array(order)).to_pylist()), dtype=np.uint32).reshape(len(pos), -1)
+    else:
+        texts = table.column("text").take(pa.array(order)).to_pylist()
+        # each distinct document once
+        upos, first = np.unique(pos, return_index=True)
+        sets = _sets_of([texts[i] for i in first.tolist()], params)
+        slot = np.searchsorted(upos, pos)
+
+    def sim_batch(i_rows: np.ndarray, j_rows: np.ndarray) -> np.ndarray:
+        if estimate:
+            return (sig[i_rows] == sig[j_rows]).mean(axis=1)
+        from neardup.pipeline.verify import verify_exact
+
+        pr = np.stack([slot[i_rows], slot[j_rows]], axis=1).astype(np.uint32)
+        return verify_exact(sets, pr, params.measure, params.threads)
+
+    starts = np.flatnonzero(np.r_[True, bid[1:] != bid[:-1]])
+    ends = np.r_[starts[1:], len(bid)]
+    sizes = ends - starts
+    out_a, out_b, out_s = [], [], []
+    # buckets of two: one check each, batched
+    two = starts[sizes == 2]
+    if len(two):
+        s = sim_batch(two, two + 1)
+        ok = s >= params.threshold
+        out_a.append(pos[two][ok])
+        out_b.append(pos[two + 1][ok])
+        out_s.append(s[ok])
+    for s0, e0 in zip(starts[sizes > 2].tolist(), ends[sizes > 2].tolist()):
+        m = e0 - s0
+        parent = list(range(m))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for j in range(1, m):
+            # every earlier member whose set differs from j's (a failed check against one
+            # member says nothing of the other members of its set)
+            for i in range(j):
+                if find(i) == find(j):
+                    continue
+                sim = float(sim_batch(np.array([s0 + i]), np.array([s0 + j]))[0])
+                if sim >= params.threshold:
+                    parent[find(i)] = find(j)
+                    out_a.append(np.array([pos[s0 + i]]))
+                    out_b.append(np.array([pos[s0 + j]]))
+                    out_s.append(np.array([sim]))
+    if not out_a:
+        return empty
+    sims = np.concatenate(out_s).astype(np.float64)
+    return pa.table({"a": pa.array(np.concatenate(out_a), pa.int64()),
+                     "b": pa.array(np.concatenate(out_b), pa.int64()),
+                     "similarity": pa.array(sims, pa.float64()),
+                     "similarity6": pa.array(round6(sims), pa.float64())})
+
+
+def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
+    """Similarity of each row's pair: exact (``text_a``, ``text_b``) or estimated from
+    signatures (``sig_a``, ``sig_b``). Other columns are passed through."""
+    n = table.num_rows
+    if n == 0:
+        return (table.append_column("similarity", pa.array([], pa.float64()))
+                .append_column("similarity6", pa.array([], pa.float64())))
+    if params.verify == "estimate":
+        a = np.frombuffer(b"".join(table.column("sig_a").to_pylist()), dtype=np.uint32).reshape(n, -1)
+        b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
+        sims = (a == b).mean(axis=1)
+    else:
+        from neardup.pipeline.verify import verify_exact
+
+        texts = table.column("text_a").to_pylist() + table.column("text_b").to_pylist()
+        sets = _sets_of(texts, params)
+        pr = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).astype(np.uint32)
+        sims = verify_exact(sets, pr, params.measure, params.threads)
+    keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b")]
+    sims = np.asarray(sims, np.float64)
+    return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))
+            .append_column("similarity6", pa.array(round6(sims), pa.float64())))
+
+
+def round6(x) -> list[float]:
+    """Similarities as the local engine writes them: Python's ``round(s, 6)`` (correctly
+    rounded from the binary value, ties to even — not Spark's HALF_UP ``round``)."""
+    return [round(v, 6) for v in np.asarray(x, dtype=np.float64).tolist()]
+
+
+# ---- connected components: large-star / small-star (Kiveris et al., SoCC 2014) -------------
+
+_EDGES = pa.schema([("u", pa.int64()), ("v", pa.int64())])
+
+
+def _grouped(table: pa.Table):
+    u = table.column("u").to_numpy()
+    v = table.column("v").to_numpy()
+    keep = u != v
+    u, v = u[keep], v[keep]
+    if not len(u):
+        return None
+    e = np.unique(np.stack([u, v], axis=1), axis=0)  # sorted by (u, v), duplicates gone
+    u, v = e[:, 0], e[:, 1]
+    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
+    return u, v, starts
+
+
+def large_star(table: pa.Table) -> pa.Table:
+    """Input: both directions of every edge, grouped by ``u``. For each node u with
+    m = min(Γ(u) ∪ {u}), emit (v, m) for every neighbour v > u."""
+    g = _grouped(table)
+    if g is None:
+        return pa.Table.from_arrays([pa.array([], pa.int64())] * 2, schema=_EDGES)
+    u, v, starts = g
+    m = np.minimum(np.minimum.reduceat(v, starts), u[starts])
+    m_all = np.repeat(m, np.diff(np.r_[starts, len(u)]))
+    sel = v > u
+    return pa.Table.from_arrays([pa.array(v[sel], pa.int64()), pa.array(m_all[sel], pa.int64())], schema=_EDGES)
+
+
+def small_star(table: pa.Table) -> pa.Table:
+    """Input: every edge as (larger, smaller), grouped by ``u`` (the larger end). For each
+    node u with N = {v <= u} and m = min(N ∪ {u}), emit (v, m) for every v in N ∪ {u}, v != m."""
+    g = _grouped(table)
+    if g is None:
+        return pa.Table.from_arrays([pa.array([], pa.int64())] * 2, schema=_EDGES)
+    u, v, starts = g
+    m = np.minimum(np.minimum.reduceat(v, starts), u[starts])
+    m_all = np.repeat(m, np.diff(np.r_[starts, len(u)]))
+    nodes = np.concatenate([v, u[starts]])
+    mins = np.concatenate([m_all, m])
+    sel = nodes != mins
+    return pa.Table.from_arrays([pa.array(nodes[sel], pa.int64()), pa.array(mins[sel], pa.int64())], schema=_EDGES)
+
+
+def edge_checksum(table: pa.Table) -> pa.Table:
+    """One row: the number of edges and an order-free checksum (sum of a 64-bit mix of each
+    (u, v), wrapping). Summed over partitions, equal before and after a round means converged."""
+    u = table.column("u").to_numpy().astype(np.uint64)
+    v = table.column("v").to_numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        x = u * np.uint64(0x9E3779B97F4A7C15) ^ (v + np.uint64(0xBF58476D1CE4E5B9))
+        x ^= x >> np.uint64(31)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(29)
+        s = np.uint64(x.sum(dtype=np.uint64)) if len(x) else np.uint64(0)
+    return pa.table({"n": pa.array([len(u)], pa.int64()), "checksum": pa.array([s.view(np.int64)], pa.int64())})
+
+
+# ---- keepers ----------------------------------------------------------------------------
+
+
+def keeper_rows(table: pa.Table, prefer_source: Sequence[str]) -> pa.Table:
+    """Rows (label, pos, id, time, source, xkey, rep) of cluster members, grouped by label.
+    Sorts each cluster by the local engine's keeper rule (``pick_keepers``: earliest time, then
+    ``prefer_source`` order, then smallest id) and returns, per member: label, pos, id, rank
+    (0 = keeper), size, keeper_pos, keeper_id, rep, keeper_rep and ``exact`` (same non-empty
+    exact key as the keeper)."""
+    from neardup.pipeline.keepers import pick_keepers
+
+    label = table.column("label").to_numpy()
+    pos = table.column("pos").to_numpy()
+    ids = table.column("id").to_pylist()
+    n = len(pos)
+    times = table.column("time").to_numpy(zero_copy_only=False).astype(np.float64)
+    src_rank = source_ranks(table.column("source").to_pylist(), prefer_source)
+    id_arr = np.array(ids, dtype=str) if n else np.zeros(0, dtype=str)
+    id_rank = np.empty(n, dtype=np.int64)
+    id_rank[np.argsort(id_arr, kind="stable")] = np.arange(n)
+    ordered, starts = pick_keepers(label, np.arange(n), times, src_rank, id_rank)
+    ends = np.r_[starts[1:], len(ordered)].astype(np.int64)
+    sizes = ends - starts
+    keeper = np.repeat(ordered[starts], sizes) if n else np.zeros(0, np.int64)
+    rank = np.arange(len(ordered)) - np.repeat(starts, sizes) if n else np.zeros(0, np.int64)
+    xkey = table.column("xkey").to_numpy()
+    rep = table.column("rep").to_numpy()
+    exact = (xkey[ordered] == xkey[keeper]) & (xkey[ordered] != 0)
+    return pa.table({
+        "label": pa.array(label[ordered], pa.int64()),
+        "pos": pa.array(pos[ordered], pa.int64()),
+        "id": pa.array([ids[i] for i in ordered.tolist()], pa.string()),
+        "rank": pa.array(rank, pa.int64()),
+        "size": pa.array(np.repeat(sizes, sizes), pa.int64()),
+        "keeper_pos": pa.array(pos[keeper], pa.int64()),
+        "keeper_id": pa.array([ids[i] for i in keeper.tolist()], pa.string()),
+        "rep": pa.array(rep[ordered], pa.int64()),
+        "keeper_rep": pa.array(rep[keeper], pa.int64()),
+        "exact": pa.array(exact, pa.bool_()),
+    })
+
+
+# ---- output -----------------------------------------------------------------------------
+
+_ALT = '"alternates"'
+
+
+def kept_jsonl_line(line: str, alternates: list) -> str:
+    """A kept JSONL record with its alternates, as the local engine writes it: the raw line
+    with ``,"alternates":[...]`` spliced in before the closing brace (the record untouched)."""
+    from neardup.io.writers import dumps
+
+    s = line.rstrip()
+    if s.endswith("}") and _ALT not in s:
+        return s[:-1] + ',"alternates":' + dumps(alternates) + "}"
+    obj = json.loads(s)
+    obj["alternates"] = alternates
+    return dumps(obj)

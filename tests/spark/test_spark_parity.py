@@ -1,0 +1,127 @@
+"""Same input, same parameters: the Spark engine (local[2]) and the local engine give the same
+clusters, keepers, member similarities and kept records."""
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+import neardup
+from neardup.io.errors import RecordError
+
+from spark_corpus import REUTERS, make_corpus, write_jsonl
+
+
+def canon_clusters(clusters):
+    """Clusters as comparable rows: ids as strings, similarities rounded."""
+    return [(c["cluster"], str(c["keeper"]), c["size"],
+             [(str(m["id"]), round(m["similarity"], 6), m["match"]) for m in c["members"]]) for c in clusters]
+
+
+def assert_same(local, sp):
+    assert canon_clusters(sp.clusters) == canon_clusters(local.clusters)
+    assert [str(k) for k in sp.kept] == [str(k) for k in local.kept]
+    lr, sr = local.report, sp.report
+    for key in ("documents", "skipped", "exact_groups", "exact_copies_removed", "signatures", "clusters",
+                "copies_removed", "near_copies_removed", "kept", "no_token_documents"):
+        assert sr[key] == lr[key], key
+    assert sr["lsh"]["bands"] == lr["lsh"]["bands"] and sr["lsh"]["rows"] == lr["lsh"]["rows"]
+    # Spark emits the spanning edges of the verified pairs: a subset with the same components
+    local_pairs = {(str(p["a"]), str(p["b"])): p["similarity"] for p in local.pairs}
+    for p in sp.pairs:
+        assert local_pairs[(str(p["a"]), str(p["b"]))] == pytest.approx(p["similarity"], abs=1e-6)
+    assert len({(p["a"], p["b"]) for p in sp.pairs}) == len(sp.pairs) <= len(local.pairs)
+    assert sr["skipped_records"] == lr["skipped_records"]
+
+
+@pytest.fixture(scope="module")
+def synth_file(tmp_path_factory):
+    d = tmp_path_factory.mktemp("synth")
+    return write_jsonl(d / "synth.jsonl", make_corpus())
+
+
+def test_synthetic_corpus_same_answer(spark, synth_file, tmp_path):
+    from neardup.engines.spark import dedup_spark, read_outputs
+
+    kw = dict(prefer_source=["agency"])
+    local = neardup.dedup(synth_file, tmp_path / "local", **kw)
+    sp = dedup_spark(spark, synth_file, tmp_path / "spark", collect=True, **kw)
+    assert local.report["clusters"] > 50 and local.report["near_copies_removed"] > 10
+    assert_same(local, sp)
+    # what was written is what was returned, in the local engine's layout (Parquet)
+    back = read_outputs(str(tmp_path / "spark"))
+    assert canon_clusters(back.clusters) == canon_clusters(sp.clusters)
+    assert {tuple(sorted(p)) for p in back.pairs[0]} if back.pairs else True
+    kept_lines = []
+    kdir = tmp_path / "spark" / "kept.jsonl"
+    for name in sorted(os.listdir(kdir)):
+        if name.startswith("part-"):
+            kept_lines += (kdir / name).read_text().splitlines()
+    local_lines = (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
+    assert [json.loads(x) for x in kept_lines] == [json.loads(x) for x in local_lines]
+
+
+def test_parquet_input_and_estimate_verification(spark, synth_file, tmp_path):
+    import pyarrow as pa
+
+    from neardup.engines.spark import dedup_spark
+
+    with open(synth_file) as f:
+        rows = [json.loads(x) for x in f]
+    for r in rows:
+        r.setdefault("copy_kind", None)
+    path = str(tmp_path / "synth.parquet")
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=200)
+    kw = dict(verify="estimate", bands=16, rows=8, output_format="parquet")
+    local = neardup.dedup(path, tmp_path / "local", **kw)
+    sp = dedup_spark(spark, path, tmp_path / "spark", collect=True, **kw)
+    assert_same(local, sp)
+    kept = pq.read_table(tmp_path / "spark" / "kept.parquet")
+    assert kept.num_rows == local.report["kept"] and "alternates" in kept.column_names
+
+
+def test_bad_records_stop_and_skip_like_the_local_engine(spark, tmp_path):
+    from neardup.engines.spark import dedup_spark
+
+    docs = make_corpus(originals=30, copies=10, words=40, seed=3)
+    path = tmp_path / "bad.jsonl"
+    lines = [json.dumps(d) for d in docs]
+    lines.insert(5, "{not json")
+    lines.insert(9, json.dumps({"id": docs[2]["id"], "text": "a duplicate id"}))
+    lines.insert(12, json.dumps({"id": "empty", "text": "   "}))
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RecordError) as local_err:
+        neardup.dedup(str(path), None)
+    with pytest.raises(RecordError) as spark_err:
+        dedup_spark(spark, str(path), None)
+    assert str(spark_err.value) == str(local_err.value)
+    local = neardup.dedup(str(path), None, on_error="skip")
+    sp = dedup_spark(spark, str(path), None, on_error="skip", collect=True)
+    assert sp.report["skipped"] == local.report["skipped"] == 3
+    assert_same(local, sp)
+
+
+@pytest.mark.skipif(not os.path.exists(REUTERS), reason="Reuters-21578 is not in ../shared/data")
+def test_reuters_same_answer(spark, tmp_path):
+    from neardup.engines.spark import dedup_spark
+
+    kw = dict(time_field="date", on_error="skip")
+    local = neardup.dedup(REUTERS, None, **kw)
+    sp = dedup_spark(spark, REUTERS, None, collect=True, **kw)
+    assert local.report["documents"] == 21577
+    assert_same(local, sp)
+    by_keeper = {c["keeper"]: {m["id"] for m in c["members"]} for c in sp.clusters}
+    assert "reuters-190" in by_keeper["reuters-175"]
+
+
+def test_cli_engine_spark(spark, synth_file, tmp_path, capsys):
+    from neardup.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["dedup", synth_file, "-o", str(out), "--engine", "spark", "--partitions", "4",
+                 "--format", "parquet", "--prefer-source", "agency"]) == 0
+    text = capsys.readouterr().out
+    assert "clusters:" in text
+    report = json.loads((out / "report.json").read_text())
+    assert report["engine"] == "spark" and report["spark"]["partitions"] == 4
+    assert sorted(report["files"]) == ["clusters.parquet", "kept.parquet", "pairs.parquet", "report.json"]
