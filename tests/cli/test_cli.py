@@ -93,7 +93,8 @@ def test_no_command_prints_help(capsys):
 
 
 def test_synth_is_wired(tmp_path):
-    synth = pytest.importorskip("neardup.synth", reason="neardup.synth (another helper's module) not merged yet")
+    from neardup import synth
+
     assert hasattr(synth, "write_corpus")
     out = tmp_path / "s.jsonl"
     assert main(["synth", "-o", str(out), "--originals", "50", "--copies", "10", "--words", "60"]) == 0
