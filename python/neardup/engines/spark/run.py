@@ -24,7 +24,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -37,6 +37,7 @@ from neardup.io.records import Fields, Limits
 from neardup.pipeline.candidates import choose_bands, curve_table
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb
+from neardup.pipeline.run import DedupResult
 
 __all__ = ["session", "dedup_spark", "run_spark", "read_outputs", "SparkDedupResult", "MAX_SKIPPED_LISTED"]
 
@@ -77,19 +78,10 @@ def session(master: str = "local[2]", app_name: str = "neardup", conf: dict | No
 
 
 @dataclass
-class SparkDedupResult:
+class SparkDedupResult(DedupResult):
     """What a Spark run found: the report, and (``collect=True``) the rows of the outputs in
-    the local engine's form (ids as strings)."""
-
-    report: dict
-    clusters: list[dict] = field(default_factory=list)
-    pairs: list[dict] = field(default_factory=list)
-    kept: list[Any] = field(default_factory=list)
-
-    def summary(self) -> str:
-        from neardup.pipeline.report import summary_text
-
-        return summary_text(self.report)
+    the local engine's form (ids as strings). The local engine's result type, so the two
+    engines' results are used the same way."""
 
 
 def read_outputs(outdir: str) -> SparkDedupResult:
