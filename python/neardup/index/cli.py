@@ -14,7 +14,9 @@ import sys
 import time
 from datetime import datetime, timezone
 
-EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RECORD, EXIT_INPUT, EXIT_OUTPUT = 0, 1, 2, 3, 4, 5
+# The neardup command's exit codes, defined once in neardup/cli.py; the index adds 6-9.
+from neardup.cli import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_RECORD, EXIT_USAGE
+
 EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND = 6, 7, 8, 9
 
 
@@ -167,7 +169,7 @@ def run(a: argparse.Namespace) -> int:
         return _INDEX[a.index_command](a)
     except KeyboardInterrupt:
         print(f"neardup {name}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except IndexLockedError as exc:
         print(f"neardup {name}: {exc}", file=sys.stderr)
         return EXIT_LOCKED
