@@ -33,6 +33,16 @@ def dumps(obj) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
+def ensure_output_dir(outdir: str) -> None:
+    """Create `outdir` if needed and check that it is writable, before any output is written."""
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{outdir}: cannot create the output directory: {exc.strerror or exc}") from exc
+    if not os.access(outdir, os.W_OK):
+        raise OutputError(f"{outdir}: the output directory is not writable")
+
+
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """A temporary path next to `path`, renamed over `path` only if the block succeeds (and

@@ -28,10 +28,10 @@ import numpy as np
 
 import neardup
 from neardup import _core
-from neardup.io.errors import OutputError, RecordError
+from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, ParquetSource, RecordsSource, Source, open_sources
 from neardup.io.records import Limits, check_record
-from neardup.io.writers import atomic_open, dumps, write_jsonl
+from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
 from neardup.pipeline.candidates import choose_bands, curve_table, hamming_pairs, lsh_pairs
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
@@ -523,12 +523,7 @@ def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: _Signer, fiel
 
 
 def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupResult, opts, fields) -> list[str]:
-    try:
-        os.makedirs(outdir, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{outdir}: cannot create the output directory: {exc.strerror or exc}") from exc
-    if not os.access(outdir, os.W_OK):
-        raise OutputError(f"{outdir}: the output directory is not writable")
+    ensure_output_dir(outdir)
     write_jsonl(os.path.join(outdir, "clusters.jsonl"), result.clusters)
     write_jsonl(os.path.join(outdir, "pairs.jsonl"), result.pairs)
     kept_name = "kept.parquet" if opts.output_format == "parquet" else "kept.jsonl"

@@ -31,9 +31,10 @@ import pyarrow as pa
 
 from neardup import kernels as K
 from neardup.errors import InvalidParameterError
-from neardup.io.errors import InputFileError, OutputError, RecordError
+from neardup.io.errors import InputFileError, RecordError
 from neardup.io.readers import format_of
 from neardup.io.records import Fields, Limits
+from neardup.io.writers import ensure_output_dir
 from neardup.pipeline.candidates import choose_bands, curve_table
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb
@@ -564,12 +565,7 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
 def _write_outputs(spark, outdir, clusters_df, pairs_df, kept_docs, meta, opts, fields) -> list[str]:
     from pyspark.sql import functions as F
 
-    try:
-        os.makedirs(outdir, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{outdir}: cannot create the output directory: {exc.strerror or exc}") from exc
-    if not os.access(outdir, os.W_OK):
-        raise OutputError(f"{outdir}: the output directory is not writable")
+    ensure_output_dir(outdir)
     clusters_df.write.mode("overwrite").parquet(os.path.join(outdir, "clusters.parquet"))
     pairs_df.write.mode("overwrite").parquet(os.path.join(outdir, "pairs.parquet"))
     kept = kept_docs.withColumn("alternates", F.coalesce("alternates", F.array().cast("array<string>")))
