@@ -215,7 +215,7 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     import threading
 
     run = sys.modules["neardup.pipeline.run"]
-    real = run._exact_keys
+    real = run.exact_keys
     calls = []
 
     def failing(texts, threads):
@@ -224,7 +224,7 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
             raise RuntimeError("kernel failed")
         return real(texts, threads)
 
-    monkeypatch.setattr(run, "_exact_keys", failing)
+    monkeypatch.setattr(run, "exact_keys", failing)
     recs = [{"id": str(i), "text": f"story number {i} about rain"} for i in range(200)]
     with pytest.raises(RuntimeError, match="kernel failed"):
         neardup.dedup(recs, tmp_path / "o", batch_size=10)
@@ -232,7 +232,7 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     assert not (tmp_path / "o").exists()
     # a bad record found by the reader thread after some batches were processed
     recs[150]["text"] = None
-    monkeypatch.setattr(run, "_exact_keys", real)
+    monkeypatch.setattr(run, "exact_keys", real)
     with pytest.raises(RecordError, match=":151: field 'text'"):
         neardup.dedup(recs, batch_size=10)
     assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]

@@ -43,7 +43,7 @@ from neardup.io.records import Checked, Fields, Limits, check_record
 from neardup.pipeline.candidates import choose_bands, lsh_pairs
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
-from neardup.pipeline.run import _exact_keys, _Signer
+from neardup.pipeline.signer import Signer, exact_keys
 from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
@@ -164,7 +164,7 @@ class Index:
         self.threads = threads
         self.opts = config.options(threads)
         self.fields = Fields()
-        self.signer = _Signer(self.opts)
+        self.signer = Signer(self.opts)
         self._lock = WriterLock(directory)
         self._wlock = threading.RLock()
         self._local = threading.local()
@@ -195,7 +195,7 @@ class Index:
             conn = sqlite3.connect(tmp, isolation_level=None)
             conn.executescript(SCHEMA)
             now = time.time()
-            probe = _Signer(cfg.options()).batch([PROBE_TEXT])[0]
+            probe = Signer(cfg.options()).batch([PROBE_TEXT])[0]
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
                     "neardup_version": neardup.__version__, "probe": probe.astype("<u4").tobytes().hex(),
                     "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1"}
@@ -254,7 +254,7 @@ class Index:
             conn.close()
             raise IndexConfigError(f"{directory}: settings differ from the index's, refusing to mix signatures: "
                                    + "; ".join(diffs))
-        probe = _Signer(cfg.options()).batch([PROBE_TEXT])[0].astype("<u4").tobytes().hex()
+        probe = Signer(cfg.options()).batch([PROBE_TEXT])[0].astype("<u4").tobytes().hex()
         if probe != meta.get("probe"):
             conn.close()
             raise IndexConfigError(
@@ -415,7 +415,7 @@ class Index:
             raise DuplicateIdError(f"{len(present)} id(s) already in the index: {_few(present)}", present)
 
         texts = [c.text for c in docs]
-        ek, ntok = _exact_keys(texts, self.threads) if n else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+        ek, ntok = exact_keys(texts, self.threads) if n else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
         has_tok = ntok > 0
         ek = np.where(has_tok, ek, np.uint64(0))
         tok_idx = np.flatnonzero(has_tok)

@@ -15,7 +15,6 @@ Passes over the input:
 """
 from __future__ import annotations
 
-import math
 import os
 import queue
 import sys
@@ -27,7 +26,6 @@ from typing import Any
 import numpy as np
 
 import neardup
-from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, ParquetSource, RecordsSource, Source, open_sources
 from neardup.io.records import Limits, check_record
@@ -36,6 +34,7 @@ from neardup.pipeline.candidates import choose_bands, curve_table, hamming_pairs
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
+from neardup.pipeline.signer import Signer, exact_keys
 from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 
 __all__ = ["DedupResult", "run", "MAX_SKIPPED_LISTED"]
@@ -73,11 +72,6 @@ class _Docs:
         return len(self.ids)
 
 
-def _exact_keys(texts: list[str], threads: int | None) -> tuple[np.ndarray, np.ndarray]:
-    keys, ntok = _core._exact_keys(texts, threads)
-    return np.asarray(keys, dtype=np.uint64), np.asarray(ntok, dtype=np.uint64)
-
-
 def _progress(enabled: bool, desc: str, total: int | None = None, unit: str = "doc"):
     if enabled:
         try:
@@ -87,24 +81,6 @@ def _progress(enabled: bool, desc: str, total: int | None = None, unit: str = "d
         except ImportError:  # pragma: no cover
             pass
     return None
-
-
-class _Signer:
-    def __init__(self, opts: DedupOptions) -> None:
-        self.opts = opts
-        self.shingler = neardup.Shingler(k=opts.k, unit=opts.unit, seed=0)
-        if opts.method == "minhash":
-            self.mh = neardup.MinHash(num_perm=opts.num_perm, seed=opts.seed, scheme=opts.scheme, shingler=self.shingler)
-        else:
-            self.sh = neardup.SimHash(bits=64, shingler=self.shingler)
-
-    def batch(self, texts: list[str]) -> np.ndarray:
-        if self.opts.method == "minhash":
-            return self.mh.signatures(texts, threads=self.opts.threads)
-        return np.asarray(self.sh.fingerprints(texts, threads=self.opts.threads), dtype=np.uint64)
-
-    def hashes(self, texts: list[str]) -> list[np.ndarray]:
-        return self.shingler.hashes_batch(texts, threads=self.opts.threads)
 
 
 def run(inputs: Any, out: str | os.PathLike | None, opts: DedupOptions) -> DedupResult:
@@ -128,7 +104,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     bad_times: list[dict] = []  # unreadable times: kept as missing, listed here
     n_bad_times = 0
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
-    signer = _Signer(opts)
+    signer = Signer(opts)
     first_of: dict[int, int] = {}  # exact key -> first document with it
     exact_key_parts: list[np.ndarray] = []
     rep_of_parts: list[np.ndarray] = []  # per document: the first document with its exact key
@@ -233,7 +209,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     def consume(batch_texts: list[str], batch_docs: list[int]) -> None:
         nonlocal t_exact, t_sig, no_tokens
         t0 = time.perf_counter()
-        keys, ntok = _exact_keys(batch_texts, opts.threads)
+        keys, ntok = exact_keys(batch_texts, opts.threads)
         rep = np.empty(len(keys), dtype=np.int64)
         new_rows: list[int] = []
         setdefault = first_of.setdefault
@@ -481,7 +457,7 @@ def _wanted_masks(docs: _Docs, which: np.ndarray, n_sources: int) -> list[np.nda
     return masks
 
 
-def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: _Signer, fields, limits, opts) -> HashSets:
+def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: Signer, fields, limits, opts) -> HashSets:
     """Re-read the texts of `set_docs` (sorted document indices) only, and shingle them."""
     if len(set_docs) == 0:
         return HashSets([])

@@ -1,0 +1,41 @@
+"""The signature stage shared by every engine: the exact-pass key and the signer.
+
+One definition, used by the batch job (``pipeline.run``), the persistent index and the Spark
+kernels, so that they all sign and group texts the same way.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import neardup
+from neardup import _core
+from neardup.pipeline.options import DedupOptions
+
+__all__ = ["Signer", "exact_keys"]
+
+
+def exact_keys(texts: list[str], threads: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """The exact-pass key (xxh3 of the normalised text) and the token count of each text."""
+    keys, ntok = _core._exact_keys(texts, threads)
+    return np.asarray(keys, dtype=np.uint64), np.asarray(ntok, dtype=np.uint64)
+
+
+class Signer:
+    """MinHash signatures (n x num_perm uint32) or SimHash fingerprints (n uint64) for texts,
+    and their shingle hash sets (for exact verification), as ``opts`` defines them."""
+
+    def __init__(self, opts: DedupOptions) -> None:
+        self.opts = opts
+        self.shingler = neardup.Shingler(k=opts.k, unit=opts.unit, seed=0)
+        if opts.method == "minhash":
+            self.mh = neardup.MinHash(num_perm=opts.num_perm, seed=opts.seed, scheme=opts.scheme, shingler=self.shingler)
+        else:
+            self.sh = neardup.SimHash(bits=64, shingler=self.shingler)
+
+    def batch(self, texts: list[str]) -> np.ndarray:
+        if self.opts.method == "minhash":
+            return self.mh.signatures(texts, threads=self.opts.threads)
+        return np.asarray(self.sh.fingerprints(texts, threads=self.opts.threads), dtype=np.uint64)
+
+    def hashes(self, texts: list[str]) -> list[np.ndarray]:
+        return self.shingler.hashes_batch(texts, threads=self.opts.threads)
