@@ -60,6 +60,10 @@ def _add_dedup_options(p: argparse.ArgumentParser) -> None:
                    help="format of the kept records (default: jsonl)")
     g.add_argument("--batch-size", type=int, default=8192, help="records per batch (default: 8192)")
     g.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
+    g.add_argument("--memory-limit", default=None, metavar="SIZE",
+                   help="memory budget, e.g. 16G: past it, signature rows spill to a memory-mapped file and "
+                        "verification re-reads in more passes (default: no limit; docs/scale.md)")
+    g.add_argument("--tmp-dir", default=None, metavar="DIR", help="where spill files go (default: the system's)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bars and no summary")
     g.add_argument("--json", action="store_true", help="print report.json to stdout instead of the summary")
 
@@ -121,6 +125,7 @@ def _dedup_kwargs(a: argparse.Namespace) -> dict:
         prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()], on_error=a.on_error,
         max_chars=a.max_chars, output_format=a.output_format, batch_size=a.batch_size, threads=a.threads,
         progress=(not a.quiet) and sys.stdout.isatty() and sys.stderr.isatty(),
+        memory_limit=a.memory_limit, tmp_dir=a.tmp_dir,
     )
 
 

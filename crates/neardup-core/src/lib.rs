@@ -15,6 +15,7 @@ pub mod normalize;
 pub mod shingle;
 pub mod simhash;
 pub mod stopwords;
+pub mod tables;
 pub mod tokenize;
 mod tokenize_simd;
 pub mod unionfind;

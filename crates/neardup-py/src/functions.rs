@@ -172,11 +172,16 @@ pub fn candidate_pairs<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>) -
     if n > u32::MAX as usize {
         return Err(param_err(py, "at most 2^32 - 1 rows"));
     }
-    let flat: Vec<u64> = match keys.as_slice() {
-        Ok(s) => s.to_vec(),
-        Err(_) => arr.iter().copied().collect(),
+    // Borrowed, not copied, when contiguous: the keys of a large job may be a memory map.
+    let owned: Vec<u64>;
+    let flat: &[u64] = match keys.as_slice() {
+        Ok(s) => s,
+        Err(_) => {
+            owned = arr.iter().copied().collect();
+            &owned
+        }
     };
-    let pairs = detached(py, || Ok(lsh::candidate_pairs(&flat, n, b)))?;
+    let pairs = detached(py, || Ok(lsh::candidate_pairs(flat, n, b)))?;
     Ok(pairs_matrix(py, pairs))
 }
 

@@ -7,6 +7,7 @@ mod errors;
 mod functions;
 mod minhash;
 mod shingler;
+mod tables; // compact per-document tables for large jobs
 
 use pyo3::prelude::*;
 
@@ -34,5 +35,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::_panic_for_tests, m)?)?;
     m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;
     allpairs::register(m)?;
+    tables::register(m)?;
     Ok(())
 }

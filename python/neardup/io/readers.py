@@ -111,6 +111,12 @@ class Source:
     def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
         raise NotImplementedError
 
+    def size_bytes(self) -> int | None:
+        """Bytes to read, when known in advance (plain files): lets progress show an ETA."""
+        return None
+
+    bytes_read = 0
+
     def close(self) -> None:
         pass
 
@@ -121,6 +127,13 @@ class JsonlSource(Source):
     def __init__(self, path: str, display: str | None = None) -> None:
         self.path = path
         self.name = display or path
+        self.bytes_read = 0  # (decompressed) bytes handed out by blocks() so far: progress
+
+    def size_bytes(self) -> int | None:
+        """The file's size when it is a plain (uncompressed) file, for progress and ETA."""
+        if self.path.lower().endswith((".gz", ".zst", ".zstd")) or not os.path.isfile(self.path):
+            return None
+        return os.path.getsize(self.path)
 
     def blocks(self) -> Iterator[tuple[int, list[bytes]]]:
         """(number of the first line, lines) for blocks of about 4 MiB: the lines of a block
@@ -133,6 +146,7 @@ class JsonlSource(Source):
                 block = f.read(1 << 22)
                 if not block:
                     break
+                self.bytes_read += len(block)
                 lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
                 rest = lines.pop()
                 if lines:

@@ -42,13 +42,16 @@ def dedup(
     batch_size: int = 8192,
     threads: int | None = None,
     progress: bool = False,
+    memory_limit: int | str | None = None,
+    tmp_dir: str | None = None,
 ) -> DedupResult:
     """Find near-duplicate documents, cluster them and keep one per cluster.
 
     ``inputs``: a path, a list of paths (JSONL, .jsonl.gz, .jsonl.zst, Parquet, CSV; ``"-"``
     for stdin), or a list of dict records. ``out``: a directory for clusters.jsonl,
     pairs.jsonl, kept.jsonl (or kept.parquet) and report.json; ``None`` writes nothing.
-    The other arguments are those of ``neardup dedup`` (see docs/dedup.md).
+    The other arguments are those of ``neardup dedup`` (see docs/dedup.md); ``memory_limit``
+    (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md).
     Raises :class:`neardup.io.RecordError` for a bad record (unless ``on_error="skip"``),
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
@@ -62,6 +65,6 @@ def dedup(
         threshold=threshold, recall=recall, bands=bands, rows=rows, max_distance=max_distance,
         verify=verify, measure=measure, prefer_source=tuple(prefer_source), on_error=on_error,
         max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
-        progress=progress,
+        progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir,
     )
     return run(inputs, out, opts)

@@ -10,7 +10,7 @@ import numpy as np
 from neardup import _core
 from neardup.errors import InvalidParameterError
 
-__all__ = ["choose_bands", "curve_table", "lsh_pairs", "hamming_pairs"]
+__all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs"]
 
 
 def choose_bands(threshold: float, num_perm: int, recall: float = 0.95, bands: int | None = None,
@@ -39,7 +39,16 @@ def lsh_pairs(sigs: np.ndarray, b: int, r: int) -> np.ndarray:
 
     if len(sigs) < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    keys = lsh.band_keys(np.ascontiguousarray(sigs), b, r)
+    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r))
+
+
+def pairs_from_keys(keys: np.ndarray) -> np.ndarray:
+    """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
+    share a key in at least one band."""
+    from neardup import lsh
+
+    if len(keys) < 2:
+        return np.zeros((0, 2), dtype=np.uint32)
     pairs = lsh.candidate_pairs(keys)
     return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
 

@@ -48,6 +48,11 @@ class DedupOptions:
     batch_size: int = 8192
     threads: int | None = None
     progress: bool = False
+    # Budget for the structures that can spill to disk (bytes; None: keep everything in
+    # memory). See pipeline/memory.py for what it covers.
+    memory_limit: int | None = None
+    # Where spill files go (None: the system's temporary directory).
+    tmp_dir: str | None = None
 
     def check(self) -> None:
         def bad(msg: str) -> None:
@@ -87,6 +92,10 @@ class DedupOptions:
             bad("batch_size must be >= 1")
         if self.threads is not None and self.threads <= 0:
             bad("threads must be >= 1")
+        if self.memory_limit is not None:
+            from neardup.pipeline.memory import parse_size
+
+            self.memory_limit = parse_size(self.memory_limit)
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -26,16 +26,21 @@ from typing import Any
 import numpy as np
 
 import neardup
+from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, ParquetSource, RecordsSource, Source, open_sources
 from neardup.io.records import Limits, check_record
 from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
-from neardup.pipeline.candidates import choose_bands, curve_table, hamming_pairs, lsh_pairs
+from neardup.pipeline.candidates import choose_bands, curve_table, hamming_pairs, lsh_pairs, pairs_from_keys
+from neardup.pipeline.docs import DocTable
+from neardup.pipeline.memory import MemoryPlan
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
 from neardup.pipeline.signer import Signer, exact_keys
-from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
+from neardup.pipeline.reread import set_bytes_estimate, verify_reread
+from neardup.pipeline.store import RowStore
+from neardup.pipeline.verify import estimate_pairs
 
 __all__ = ["DedupResult", "run", "MAX_SKIPPED_LISTED"]
 
@@ -54,22 +59,6 @@ class DedupResult:
 
     def summary(self) -> str:
         return summary_text(self.report)
-
-
-class _Docs:
-    """Per-document state of pass 1 (no text)."""
-
-    def __init__(self) -> None:
-        self.ids: list[Any] = []
-        self.keys: list[str] = []
-        self.times: list[float] = []
-        self.sources: list[str | None] = []
-        self.src: list[int] = []
-        self.recno: list[int] = []
-        self.where: dict[str, int] = {}  # id -> document index (duplicate check)
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 def _progress(enabled: bool, desc: str, total: int | None = None, unit: str = "doc"):
@@ -98,18 +87,41 @@ def run(inputs: Any, out: str | os.PathLike | None, opts: DedupOptions) -> Dedup
 def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start: float) -> DedupResult:
     fields = opts.fields
     limits = Limits(max_chars=opts.max_chars)
-    docs = _Docs()
+    mem = MemoryPlan.for_limit(opts.memory_limit)
+    docs = DocTable()
+    per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
+    signer = Signer(opts)
+    first_seen = _core.FirstSeen()  # exact key -> first document with it
+    exact_key_parts: list[np.ndarray] = []
+    rep_of_parts: list[np.ndarray] = []  # per document: the first document with its exact key
+    ntok_parts: list[np.ndarray] = []  # per document: tokens (sizes the re-read sets)
+    sig_doc_parts: list[np.ndarray] = []  # document index of each signature row
+    # What pass 1 keeps per signed document: with exact verification the signatures are only
+    # needed for their LSH band keys, so only the keys are kept (8 bytes per band instead of 4
+    # per permutation); estimates need the whole signature; SimHash keeps its fingerprint.
+    band_rows: tuple[int, int] | None = None
+    if opts.method == "minhash":
+        band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+        keep_keys = opts.verify == "exact"
+        store = RowStore(band_rows[0] if keep_keys else opts.num_perm, np.uint64 if keep_keys else np.uint32,
+                         mem.rows_budget, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
+    else:
+        keep_keys = False
+        store = RowStore(1, np.uint64, mem.rows_budget, opts.tmp_dir, "fingerprints")
+    try:
+        return _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per_input, signer,
+                           first_seen, exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows,
+                           keep_keys, store)
+    finally:
+        store.close()
+
+
+def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per_input, signer, first_seen,
+                exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows, keep_keys, store):
     skipped: list[dict] = []
     n_skipped = 0
     bad_times: list[dict] = []  # unreadable times: kept as missing, listed here
     n_bad_times = 0
-    per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
-    signer = Signer(opts)
-    first_of: dict[int, int] = {}  # exact key -> first document with it
-    exact_key_parts: list[np.ndarray] = []
-    rep_of_parts: list[np.ndarray] = []  # per document: the first document with its exact key
-    sig_parts: list[np.ndarray] = []
-    sig_doc_parts: list[np.ndarray] = []  # document index of each signature row
     no_tokens = 0
 
     def fail(err: RecordError, src_i: int) -> None:
@@ -127,7 +139,10 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # the two overlap. Batches go through a queue of two.
     t_exact = 0.0
     t_sig = 0.0
-    bar = _progress(opts.progress, "scan + signatures")
+    sizes = [s.size_bytes() for s in sources]
+    total_bytes = sum(sizes) if all(x is not None for x in sizes) else None
+    # With every input a plain file, progress counts bytes, so the bar has a rate and an ETA.
+    bar = _progress(opts.progress, "scan + signatures", total=total_bytes, unit="B" if total_bytes else "doc")
     batches: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
     read_clock = {"wall": 0.0, "cpu": 0.0, "blocked": 0.0}
@@ -147,15 +162,13 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     def reader() -> None:
         nonlocal n_bad_times
         w0, c0 = time.perf_counter(), time.thread_time()
+        done_bytes = 0
         try:
             for src_i, src in enumerate(sources):
                 batch_texts: list[str] = []
                 batch_docs: list[int] = []
                 name = src.name
-                where = docs.where
-                ids_append, keys_append = docs.ids.append, docs.keys.append
-                times_append, sources_append = docs.times.append, docs.sources.append
-                src_append, recno_append = docs.src.append, docs.recno.append
+                add = docs.add
                 batch_size = opts.batch_size
                 d = len(docs)
                 n_before = d
@@ -170,10 +183,9 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                     except RecordError as err:
                         fail(err, src_i)
                         continue
-                    key = c.key
-                    prev = where.get(key)
-                    if prev is not None:
-                        fail(RecordError(name, recno, f"duplicate id {key!r} (first at "
+                    prev = add(c.key, c.id is not c.key, c.time, c.source, src_i, recno)
+                    if prev >= 0:
+                        fail(RecordError(name, recno, f"duplicate id {c.key!r} (first at "
                                          f"{sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id),
                              src_i)
                         continue
@@ -182,22 +194,16 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                         if len(bad_times) < MAX_SKIPPED_LISTED:
                             bad_times.append({"file": name, "line": recno, "field": fields.time,
                                               "reason": c.time_error})
-                    where[key] = d
-                    ids_append(c.id)
-                    keys_append(key)
-                    times_append(c.time)
-                    sources_append(c.source)
-                    src_append(src_i)
-                    recno_append(recno)
                     batch_texts.append(c.text)
                     batch_docs.append(d)
                     d += 1
                     if len(batch_texts) >= batch_size:
-                        if not put((batch_texts, batch_docs)):
+                        if not put((batch_texts, batch_docs, done_bytes + src.bytes_read)):
                             return
                         batch_texts, batch_docs = [], []
                 per_input[src_i]["records"] = d - n_before
-                if batch_texts and not put((batch_texts, batch_docs)):
+                done_bytes += src.bytes_read
+                if batch_texts and not put((batch_texts, batch_docs, done_bytes)):
                     return
             put(_END)
         except BaseException as exc:  # handed to the main thread, which raises it
@@ -206,33 +212,34 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             read_clock["wall"] = time.perf_counter() - w0
             read_clock["cpu"] = time.thread_time() - c0
 
-    def consume(batch_texts: list[str], batch_docs: list[int]) -> None:
+    def consume(batch_texts: list[str], batch_docs: list[int], bytes_done: int) -> None:
         nonlocal t_exact, t_sig, no_tokens
         t0 = time.perf_counter()
         keys, ntok = exact_keys(batch_texts, opts.threads)
-        rep = np.empty(len(keys), dtype=np.int64)
-        new_rows: list[int] = []
-        setdefault = first_of.setdefault
-        for row, (key, d, nt) in enumerate(zip(keys.tolist(), batch_docs, ntok.tolist())):
-            if nt == 0:
-                rep[row] = d  # nothing to compare: a document of its own
-                continue
-            r = setdefault(key, d)
-            rep[row] = r
-            if r == d:
-                new_rows.append(row)
-        no_tokens += int((ntok == 0).sum())
-        exact_key_parts.append(np.where(ntok == 0, np.uint64(0), keys))
+        bdocs = np.asarray(batch_docs, dtype=np.int64)
+        rep = bdocs.copy()  # a document without tokens has nothing to compare: its own group
+        has = ntok > 0
+        rep[has] = first_seen.first(np.ascontiguousarray(keys[has]), np.ascontiguousarray(bdocs[has]))
+        new_rows = np.flatnonzero(has & (rep == bdocs))
+        no_tokens += int((~has).sum())
+        exact_key_parts.append(np.where(has, keys, np.uint64(0)))
         rep_of_parts.append(rep)
+        ntok_parts.append(np.minimum(ntok, np.uint64(2**32 - 1)).astype(np.uint32))
         t1 = time.perf_counter()
         t_exact += t1 - t0
-        if new_rows:
-            sig = signer.batch([batch_texts[i] for i in new_rows])
-            sig_parts.append(sig)
-            sig_doc_parts.append(np.asarray(batch_docs, dtype=np.int64)[new_rows])
+        if len(new_rows):
+            sig = signer.batch([batch_texts[i] for i in new_rows.tolist()])
+            if keep_keys:
+                sig = _core.band_keys(sig, band_rows[0], band_rows[1], opts.threads)
+            store.append(sig)
+            sig_doc_parts.append(bdocs[new_rows])
         t_sig += time.perf_counter() - t1
         if bar is not None:
-            bar.update(len(batch_texts))
+            if total_bytes:
+                bar.set_postfix_str(f"{len(docs):,} docs", refresh=False)
+                bar.update(bytes_done - bar.n)
+            else:
+                bar.update(len(batch_texts))
 
     with log.stage("read") as st_read:
         thread = threading.Thread(target=reader, name="neardup-reader", daemon=True)
@@ -263,31 +270,41 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     scan.note = "parse and check records (a thread, overlapping the next two stages)"
     Stage = type(scan)
     log.stages.append(Stage("exact", t_exact, None, None, "normalise and hash; group identical texts", peak_rss_mb()))
-    log.stages.append(Stage("signatures", t_sig, None, None, "", peak_rss_mb()))
+    log.stages.append(Stage("signatures", t_sig, None, None,
+                            ("band keys kept" if keep_keys else "signatures kept")
+                            + (", spilled to a memory-mapped file" if store.spilled else ", in memory"),
+                            peak_rss_mb()))
     log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),
                 "note": "the whole first pass (read, exact, signatures overlap)"}
-    docs.where = {}  # no longer needed: free it
+    del first_seen
 
     n = len(docs)
     exact_key = np.concatenate(exact_key_parts) if exact_key_parts else np.zeros(0, np.uint64)
     rep_of = np.concatenate(rep_of_parts) if rep_of_parts else np.zeros(0, np.int64)
-    if opts.method == "minhash":
-        sigs = np.concatenate(sig_parts) if sig_parts else np.zeros((0, opts.num_perm), np.uint32)
-    else:
-        sigs = np.concatenate(sig_parts) if sig_parts else np.zeros(0, np.uint64)
+    ntok_all = np.concatenate(ntok_parts) if ntok_parts else np.zeros(0, np.uint32)
+    rows = store.finish()
     sig_doc = np.concatenate(sig_doc_parts) if sig_doc_parts else np.zeros(0, np.int64)
-    del exact_key_parts, rep_of_parts, sig_parts, sig_doc_parts, first_of
+    exact_key_parts.clear(); rep_of_parts.clear(); ntok_parts.clear(); sig_doc_parts.clear()  # noqa: E702
     exact_dups = np.flatnonzero(rep_of != np.arange(n))
     exact_groups = len(np.unique(rep_of[exact_dups]))
     log.stages[-2].count = int(len(exact_dups))
     log.stages[-1].count = int(len(sig_doc))
-    times = np.asarray(docs.times, dtype=np.float64)
+    times = docs.times_array()
+    memory = {
+        "limit_bytes": opts.memory_limit,
+        "per_document_bytes": round(docs.nbytes() / max(n, 1) + 8 + 8 + 4, 1),
+        "kept_rows": "band keys" if keep_keys else ("signatures" if opts.method == "minhash" else "fingerprints"),
+        "row_bytes": store.row_bytes,
+        "rows_spilled_to_disk": store.spilled,
+        "rows_budget_bytes": mem.rows_budget,
+        "verify_budget_bytes": mem.verify_budget,
+    }
 
     # ---- candidates -----------------------------------------------------------------------
     lsh_info: dict | None = None
     with log.stage("candidates") as st:
         if opts.method == "minhash":
-            b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+            b, r = band_rows
             from neardup import lsh
 
             lsh_info = {
@@ -297,46 +314,57 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                 "p_at_threshold": float(lsh.candidate_probability(opts.threshold, b, r)),
                 "curve": curve_table(b, r),
             }
-            cand = lsh_pairs(sigs, b, r)
+            cand = pairs_from_keys(rows) if keep_keys else lsh_pairs(rows, b, r)
             hamming = None
         else:
-            cand, hamming = hamming_pairs(sigs, opts.max_distance, opts.threads)
+            cand, hamming = hamming_pairs(rows, opts.max_distance, opts.threads)
         st.count = int(len(cand))
     # candidate pairs in signature-row space; document index of each side
     cand_docs = sig_doc[cand.astype(np.int64)] if len(cand) else np.zeros((0, 2), np.int64)
+    del cand
 
     # ---- verification ---------------------------------------------------------------------
-    sets: HashSets | None = None
-    set_docs = np.zeros(0, np.int64)
+    set_size = set_bytes_estimate(ntok_all, opts.k) if opts.verify == "exact" else None
+    reread_info: dict = {}
     with log.stage("verify") as st:
         if opts.verify == "exact":
-            set_docs = np.unique(cand_docs)
-            sets = _load_sets(sources, docs, set_docs, signer, fields, limits, opts)
-            local = np.searchsorted(set_docs, cand_docs)
-            sims = verify_exact(sets, local, opts.measure, opts.threads) if len(cand) else np.zeros(0)
+            vbar = _progress(opts.progress, "verify: re-read candidates", total=len(np.unique(cand_docs)))
+            sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
+                                         budget=mem.verify_budget, size=set_size, progress=vbar)
+            if vbar is not None:
+                vbar.close()
+            reread_info = {"passes": vstats.passes, "documents_read": vstats.documents_read,
+                           "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
             ok = sims >= opts.threshold
         elif opts.method == "minhash":
-            sims = estimate_pairs(sigs, cand.astype(np.int64)) if len(cand) else np.zeros(0)
+            sims = estimate_pairs(rows, _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
             ok = sims >= opts.threshold
         else:
             sims = 1.0 - hamming.astype(np.float64) / 64.0
-            ok = np.ones(len(cand), dtype=bool)
+            ok = np.ones(len(cand_docs), dtype=bool)
         near = cand_docs[ok]
         near_sims = sims[ok]
         st.count = int(ok.sum())
         st.note = f"{opts.verify} {opts.measure}"
+    memory["verify_reread"] = reread_info or None
 
     # ---- clusters and keepers -------------------------------------------------------------
     with log.stage("clusters") as st:
         edges = np.concatenate([np.stack([rep_of[exact_dups], exact_dups], axis=1), near]).astype(np.uint32)
         labels = np.asarray(neardup.connected_components(n, edges), dtype=np.int64) if n else np.zeros(0, np.int64)
+        del edges
         counts = np.bincount(labels, minlength=n) if n else np.zeros(0, np.int64)
         members = np.flatnonzero(counts[labels] >= 2) if n else np.zeros(0, np.int64)
-        src_rank = source_ranks(docs.sources, opts.prefer_source)
-        id_arr = np.array(docs.keys, dtype=str) if n else np.zeros(0, dtype=str)
-        id_rank = np.empty(n, dtype=np.int64)
-        id_rank[np.argsort(id_arr, kind="stable")] = np.arange(n)
+        del counts
+        src_rank = docs.source_rank(opts.prefer_source)
+        # ties broken by the id's string order; only cluster members are ever compared
+        id_rank = np.zeros(n, dtype=np.int64)
+        if len(members):
+            keys_m = np.array(docs.keys_of(members), dtype=str)
+            id_rank[members[np.argsort(keys_m, kind="stable")]] = np.arange(len(members))
+            del keys_m
         ordered, starts = pick_keepers(labels, members, times, src_rank, id_rank)
+        del id_rank, src_rank, labels
         keeper_of = np.arange(n)
         ends = np.r_[starts[1:], len(ordered)].astype(np.int64)
         sizes = ends - starts
@@ -346,6 +374,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # similarity of each member to its keeper
         others = ordered[keeper_of[ordered] != ordered]
         kp = keeper_of[others]
+        del keeper_of
         same = exact_key[others] == exact_key[kp]
         same &= exact_key[others] != 0
         msim = np.ones(len(others), dtype=np.float64)
@@ -353,46 +382,47 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         pr = np.stack([rep_of[others[need]], rep_of[kp[need]]], axis=1)
         if len(pr):
             if opts.verify == "exact":
-                msim[need] = verify_exact(sets, np.searchsorted(set_docs, pr), opts.measure, opts.threads)
+                msim[need] = _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts,
+                                          mem, set_size, reread_info)
             elif opts.method == "minhash":
-                row_of = np.full(n, -1, np.int64)
-                row_of[sig_doc] = np.arange(len(sig_doc))
-                msim[need] = estimate_pairs(sigs, row_of[pr])
+                msim[need] = estimate_pairs(rows, _rows_of(sig_doc, n, pr))
             else:
-                row_of = np.full(n, -1, np.int64)
-                row_of[sig_doc] = np.arange(len(sig_doc))
-                x = sigs[row_of[pr[:, 0]]] ^ sigs[row_of[pr[:, 1]]]
+                rp = _rows_of(sig_doc, n, pr)
+                x = rows[rp[:, 0]] ^ rows[rp[:, 1]]
                 msim[need] = 1.0 - np.array([int(v).bit_count() for v in x.tolist()]) / 64.0
     removed = int(len(others))
     near_removed = int((~same).sum())
-    ids = docs.ids
     clusters_rows = []
-    o_pos = 0
     # members (other than the keeper) follow their keeper in `ordered`, in rule order
-    others_set_order = {int(d): i for i, d in enumerate(others.tolist())}
+    pos_of_other = np.full(n, -1, dtype=np.int64)
+    pos_of_other[others] = np.arange(len(others))
+    ordered_ids = docs.ids_of(ordered)
+    ordered_pos = pos_of_other[ordered].tolist()
+    del pos_of_other
     msim_l = msim.tolist()
     same_l = same.tolist()
+    alternates: dict[int, list] = {}
+    ordered_l = ordered.tolist()
     for ci, (s0, e0) in enumerate(zip(starts.tolist(), ends.tolist())):
-        keeper = int(ordered[s0])
-        mem = []
-        for d in ordered[s0 + 1 : e0].tolist():
-            i = others_set_order[d]
-            mem.append({"id": ids[d], "similarity": round(msim_l[i], 6), "match": "exact" if same_l[i] else "near"})
-        clusters_rows.append({"cluster": ci, "keeper": ids[keeper], "size": e0 - s0, "members": mem})
-        o_pos += e0 - s0 - 1
-    pairs_rows = [
-        {"a": ids[a], "b": ids[b], "similarity": 1.0, "match": "exact"}
-        for a, b in zip(rep_of[exact_dups].tolist(), exact_dups.tolist())
-    ]
+        mem_rows = []
+        for j in range(s0 + 1, e0):
+            i = ordered_pos[j]
+            mem_rows.append({"id": ordered_ids[j], "similarity": round(msim_l[i], 6),
+                             "match": "exact" if same_l[i] else "near"})
+        clusters_rows.append({"cluster": ci, "keeper": ordered_ids[s0], "size": e0 - s0, "members": mem_rows})
+        alternates[ordered_l[s0]] = ordered_ids[s0 + 1 : e0]
+    del ordered_ids, ordered_pos, ordered_l
+    ea, eb = docs.ids_of(rep_of[exact_dups]), docs.ids_of(exact_dups)
+    pairs_rows = [{"a": x, "b": y, "similarity": 1.0, "match": "exact"} for x, y in zip(ea, eb)]
+    del ea, eb
+    na, nb = docs.ids_of(near[:, 0]), docs.ids_of(near[:, 1])
     pairs_rows += [
-        {"a": ids[a], "b": ids[b], "similarity": round(s, 6), "match": "near"}
-        for (a, b), s in zip(near.tolist(), near_sims.tolist())
+        {"a": x, "b": y, "similarity": round(s, 6), "match": "near"}
+        for x, y, s in zip(na, nb, near_sims.tolist())
     ]
+    del na, nb
     kept_mask = np.ones(n, dtype=bool)
     kept_mask[others] = False
-    alternates: dict[int, list] = {}
-    for s0, e0 in zip(starts.tolist(), ends.tolist()):
-        alternates[int(ordered[s0])] = [ids[d] for d in ordered[s0 + 1 : e0].tolist()]
 
     report: dict[str, Any] = {
         "neardup_version": getattr(neardup, "__version__", "?"),
@@ -410,17 +440,18 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         "exact_copies_removed": int(len(exact_dups)),
         "signatures": int(len(sig_doc)),
         "lsh": lsh_info,
-        "candidates": int(len(cand)),
+        "candidates": int(len(cand_docs)),
         "verified_pairs": int(len(pairs_rows)),
         "near_pairs": int(len(near)),
         "clusters": int(len(starts)),
         "copies_removed": removed,
         "near_copies_removed": near_removed,
         "kept": int(kept_mask.sum()),
+        "memory": memory,
         "outdir": None,
         "files": [],
     }
-    kept_ids = [ids[d] for d in np.flatnonzero(kept_mask).tolist()]
+    kept_ids = docs.ids_of(np.flatnonzero(kept_mask))
     result = DedupResult(report=report, clusters=clusters_rows, pairs=pairs_rows, kept=kept_ids)
 
     if out is not None:
@@ -442,9 +473,44 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     return result
 
 
-def _wanted_masks(docs: _Docs, which: np.ndarray, n_sources: int) -> list[np.ndarray | None]:
-    src = np.asarray(docs.src, dtype=np.int64)[which]
-    rec = np.asarray(docs.recno, dtype=np.int64)[which]
+def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
+    """Signature rows of document pairs."""
+    row_of = np.full(n, -1, np.int64)
+    row_of[sig_doc] = np.arange(len(sig_doc))
+    return row_of[np.asarray(pairs, dtype=np.int64)]
+
+
+def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts, mem, set_size,
+                 reread_info) -> np.ndarray:
+    """Exact similarity of each (member, keeper) pair: from the verified pairs when the two were
+    a candidate pair (most are), otherwise by re-reading just those documents."""
+    lo, hi = np.minimum(pr[:, 0], pr[:, 1]), np.maximum(pr[:, 0], pr[:, 1])
+    code = lo.astype(np.int64) * n + hi
+    out = np.full(len(pr), np.nan)
+    if len(near):
+        nlo, nhi = np.minimum(near[:, 0], near[:, 1]), np.maximum(near[:, 0], near[:, 1])
+        ncode = nlo.astype(np.int64) * n + nhi
+        order = np.argsort(ncode, kind="stable")
+        ncode = ncode[order]
+        pos = np.minimum(np.searchsorted(ncode, code), len(ncode) - 1)
+        hit = ncode[pos] == code
+        out[hit] = near_sims[order][pos[hit]]
+    rest = np.flatnonzero(np.isnan(out))
+    if len(rest):
+        vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(np.unique(pr[rest])))
+        sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, opts,
+                                 budget=mem.verify_budget, size=set_size, progress=vbar)
+        if vbar is not None:
+            vbar.close()
+        out[rest] = sims
+        reread_info["keeper_passes"] = st.passes
+        reread_info["keeper_documents_read"] = st.documents_read
+    return out
+
+
+def _wanted_masks(docs: DocTable, which: np.ndarray, n_sources: int) -> list[np.ndarray | None]:
+    src = docs.src_array()[which]
+    rec = docs.recno_array()[which]
     masks: list[np.ndarray | None] = []
     for s in range(n_sources):
         r = rec[src == s]
@@ -455,47 +521,6 @@ def _wanted_masks(docs: _Docs, which: np.ndarray, n_sources: int) -> list[np.nda
         m[r] = True
         masks.append(m)
     return masks
-
-
-def _load_sets(sources, docs: _Docs, set_docs: np.ndarray, signer: Signer, fields, limits, opts) -> HashSets:
-    """Re-read the texts of `set_docs` (sorted document indices) only, and shingle them."""
-    if len(set_docs) == 0:
-        return HashSets([])
-    masks = _wanted_masks(docs, set_docs, len(sources))
-    # document index for (source, recno)
-    src = np.asarray(docs.src, dtype=np.int64)[set_docs]
-    rec = np.asarray(docs.recno, dtype=np.int64)[set_docs]
-    slot = {(int(s), int(r)): i for i, (s, r) in enumerate(zip(src.tolist(), rec.tolist()))}
-    out: list[np.ndarray | None] = [None] * len(set_docs)
-    texts: list[str] = []
-    slots: list[int] = []
-
-    def flush() -> None:
-        if texts:
-            for i, h in zip(slots, signer.hashes(texts)):
-                out[i] = h
-            texts.clear()
-            slots.clear()
-
-    bar = _progress(opts.progress, "verify: re-read candidates", total=len(set_docs))
-    for s_i, src_obj in enumerate(sources):
-        if masks[s_i] is None:
-            continue
-        for recno, rec_obj in src_obj.records(masks[s_i]):
-            if bar is not None:
-                bar.update(1)
-            c = check_record(rec_obj, fields, limits, src_obj.name, recno)
-            texts.append(c.text)
-            slots.append(slot[(s_i, recno)])
-            if len(texts) >= opts.batch_size:
-                flush()
-    flush()
-    if bar is not None:
-        bar.close()
-    missing = [i for i, h in enumerate(out) if h is None]
-    if missing:
-        raise RuntimeError(f"{len(missing)} candidate documents could not be read again (did an input change?)")
-    return HashSets(out)  # type: ignore[arg-type]
 
 
 def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupResult, opts, fields) -> list[str]:
@@ -512,8 +537,8 @@ def _kept_records(sources, docs, kept_mask, alternates, progress=False):
     kept = np.flatnonzero(kept_mask)
     bar = _progress(progress, "write kept records", total=len(kept))
     masks = _wanted_masks(docs, kept, len(sources))
-    src = np.asarray(docs.src, dtype=np.int64)
-    rec = np.asarray(docs.recno, dtype=np.int64)
+    src = docs.src_array()
+    rec = docs.recno_array()
     doc_at = {(int(src[d]), int(rec[d])): int(d) for d in kept.tolist() if int(d) in alternates}
     for s_i, s in enumerate(sources):
         if masks[s_i] is None:
@@ -567,8 +592,8 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts) -> N
     """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
     kept = np.flatnonzero(kept_mask)
     masks = _wanted_masks(docs, kept, len(sources))
-    src = np.asarray(docs.src, dtype=np.int64)
-    rec = np.asarray(docs.recno, dtype=np.int64)
+    src = docs.src_array()
+    rec = docs.recno_array()
     bar = _progress(opts.progress, "write kept records", total=len(kept))
     for s_i, s in enumerate(sources):
         m = masks[s_i]

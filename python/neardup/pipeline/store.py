@@ -1,0 +1,91 @@
+"""Fixed-width rows (band keys, signatures, fingerprints) kept in memory while they fit in a
+budget, spilled to a memory-mapped file when they don't.
+
+The batch job appends one batch of rows at a time. Below the budget the batches stay in RAM and
+are joined once at the end; past it, everything so far and everything after is written to a
+file in a private temporary directory and handed back as a read-only ``numpy.memmap``, so the
+operating system pages the rows in and out as the candidate stage reads them (sequentially,
+one band column at a time). The file is deleted when the store is closed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+__all__ = ["RowStore"]
+
+
+class RowStore:
+    def __init__(self, width: int, dtype, budget_bytes: int | None, tmp_dir: str | None = None,
+                 name: str = "rows") -> None:
+        self.width = int(width)
+        self.dtype = np.dtype(dtype)
+        self.budget = budget_bytes
+        self.tmp_parent = tmp_dir
+        self.name = name
+        self.rows = 0
+        self._parts: list[np.ndarray] = []
+        self._ram = 0
+        self._dir: str | None = None
+        self._file = None
+        self._map: np.ndarray | None = None
+
+    @property
+    def row_bytes(self) -> int:
+        return self.width * self.dtype.itemsize
+
+    @property
+    def spilled(self) -> bool:
+        return self._dir is not None
+
+    def append(self, rows: np.ndarray) -> None:
+        rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1, self.width) if self.width > 1 \
+            else np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1)
+        if len(rows) == 0:
+            return
+        self.rows += len(rows)
+        if self._file is not None:
+            self._file.write(rows.tobytes())
+            return
+        self._parts.append(rows)
+        self._ram += rows.nbytes
+        if self.budget is not None and self._ram > self.budget:
+            self._spill()
+
+    def _spill(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="neardup-", dir=self.tmp_parent)
+        self._file = open(os.path.join(self._dir, f"{self.name}.bin"), "wb")
+        for p in self._parts:
+            self._file.write(p.tobytes())
+        self._parts = []
+        self._ram = 0
+
+    def finish(self) -> np.ndarray:
+        """All rows: an in-memory array, or a read-only memory map of the spill file."""
+        shape = (self.rows, self.width) if self.width > 1 else (self.rows,)
+        if self._file is None:
+            if not self._parts:
+                return np.zeros(shape, self.dtype)
+            out = self._parts[0] if len(self._parts) == 1 else np.concatenate(self._parts)
+            self._parts = [out]
+            return out
+        if self._map is None:
+            self._file.close()
+            path = os.path.join(self._dir, f"{self.name}.bin")
+            if self.rows == 0:
+                self._map = np.zeros(shape, self.dtype)
+            else:
+                self._map = np.memmap(path, dtype=self.dtype, mode="r", shape=shape)
+        return self._map
+
+    def close(self) -> None:
+        self._parts = []
+        self._map = None
+        if self._file is not None and not self._file.closed:
+            self._file.close()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None

@@ -1,0 +1,143 @@
+"""The large-corpus machinery of the batch job: compact document tables, rows spilled to a
+memory-mapped file, verification re-reading in planned passes under a memory limit. Every
+path must give exactly the answer of the unlimited in-memory run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neardup
+from neardup import _core, synth
+from neardup.errors import InvalidParameterError
+from neardup.pipeline.memory import MemoryPlan, parse_size
+from neardup.pipeline.reread import _held_peak, plan_passes
+from neardup.pipeline.store import RowStore
+from nd_helpers import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("scale") / "c.jsonl"
+    synth.write_corpus(str(path), originals=1500, copies=500, words=200, seed=5)
+    return str(path)
+
+
+def _answer(res):
+    return res.clusters, res.pairs, res.kept
+
+
+def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path):
+    free = neardup.dedup(corpus, tmp_path / "free", batch_size=256)
+    mem = free.report["memory"]
+    assert mem["rows_spilled_to_disk"] is False and mem["verify_reread"]["passes"] == 1
+    assert mem["kept_rows"] == "band keys" and mem["row_bytes"] == 8 * free.report["lsh"]["bands"]
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=256, memory_limit="200K", tmp_dir=str(spill_dir))
+    tm = tight.report["memory"]
+    assert tm["limit_bytes"] == 200 * 1024
+    assert tm["rows_spilled_to_disk"] is True
+    assert tm["verify_reread"]["passes"] > 1
+    assert "memory-mapped" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
+    assert _answer(tight) == _answer(free)
+    assert list(spill_dir.iterdir()) == []  # the spill file is removed at the end
+    for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
+        assert read_jsonl(tmp_path / "tight" / name) == read_jsonl(tmp_path / "free" / name)
+    # sanity: the corpus has planted copies, so the comparison above is not vacuous
+    assert free.report["near_pairs"] > 50 and free.report["exact_copies_removed"] > 50
+
+
+@pytest.mark.parametrize("kw", [dict(verify="estimate"), dict(method="simhash"), dict(measure="containment")])
+def test_other_modes_spill_the_same(corpus, tmp_path, kw):
+    free = neardup.dedup(corpus, None, batch_size=300, **kw)
+    tight = neardup.dedup(corpus, None, batch_size=300, memory_limit=20_000, **kw)
+    assert tight.report["memory"]["rows_spilled_to_disk"] is True
+    assert _answer(tight) == _answer(free)
+
+
+def test_keeper_similarity_of_members_not_paired_with_their_keeper(tmp_path):
+    # a - b - c chained: b is close to both, a and c less so; the keeper (earliest) is a, so
+    # c's similarity to its keeper needs a pair that was never a candidate pair.
+    base = [f"w{i}" for i in range(200)]
+    b_words = base[:]
+    for i in (40, 120):
+        b_words[i] = "x" + b_words[i]
+    c_words = b_words[:]
+    for i in (80, 160):
+        c_words[i] = "y" + c_words[i]
+    recs = [{"id": "a", "text": " ".join(base), "published_at": 1},
+            {"id": "b", "text": " ".join(b_words), "published_at": 2},
+            {"id": "c", "text": " ".join(c_words), "published_at": 3}]
+    # J(a,b) = J(b,c) = 0.903, J(a,c) = 0.815: a-c fails the threshold but joins through b
+    res = neardup.dedup(recs, threshold=0.85, bands=64, rows=2)
+    assert len(res.pairs) == 2
+    assert len(res.clusters) == 1 and res.clusters[0]["keeper"] == "a"
+    sims = {m["id"]: m["similarity"] for m in res.clusters[0]["members"]}
+    ha, hc = (neardup.Shingler().hashes(r["text"]) for r in (recs[0], recs[2]))
+    assert sims["c"] == round(neardup.jaccard(ha, hc), 6) == 0.814815
+    assert res.report["memory"]["verify_reread"]["keeper_passes"] == 1  # found by re-reading
+
+
+def test_plan_passes_splits_only_when_needed():
+    a = np.array([0, 1, 2, 3])
+    last = np.array([1, 2, 3, 4])  # each set held until the next document
+    size = np.array([10, 10, 10, 10])
+    assert _held_peak(a, last, size) == 20
+    assert plan_passes(a, last, size, None) == [slice(0, 4)]
+    assert plan_passes(a, last, size, 20) == [slice(0, 4)]
+    parts = plan_passes(a, last, size, 15)
+    assert [(p.start, p.stop) for p in parts] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # a set larger than the budget still gets a pass of its own
+    assert plan_passes(np.array([0]), np.array([5]), np.array([100]), 10) == [slice(0, 1)]
+
+
+def test_row_store_in_memory_and_spilled(tmp_path):
+    for budget in (None, 100):
+        st = RowStore(3, np.uint64, budget, str(tmp_path))
+        st.append(np.arange(6, dtype=np.uint64).reshape(2, 3))
+        st.append(np.arange(6, 15, dtype=np.uint64).reshape(3, 3))
+        rows = st.finish()
+        assert st.spilled is (budget is not None)
+        assert np.array_equal(rows, np.arange(15, dtype=np.uint64).reshape(5, 3))
+        st.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_parse_size():
+    assert parse_size("16G") == 16 << 30
+    assert parse_size("512MiB") == 512 << 20
+    assert parse_size("1.5k") == 1536
+    assert parse_size(1000) == 1000 and parse_size(None) is None
+    for bad in ("lots", "16X", "-1G", "0"):
+        with pytest.raises(InvalidParameterError, match="size|positive"):
+            parse_size(bad)
+    with pytest.raises(InvalidParameterError):
+        neardup.dedup([{"id": "a", "text": "x"}], memory_limit="sixteen")
+    assert MemoryPlan.for_limit(None).rows_budget is None
+
+
+def test_id_table_and_first_seen():
+    t = _core.IdTable()
+    assert [t.insert(x) for x in ("a", "b", "a", "c", "b")] == [-1, -1, 0, -1, 1]
+    assert len(t) == 3 and t.take(np.array([2, 0])) == ["c", "a"]
+    with pytest.raises(neardup.errors.InvalidInputError, match="outside"):
+        t.get(3)
+    f = _core.FirstSeen()
+    assert f.first(np.array([9, 8, 9], np.uint64), np.array([0, 1, 2])).tolist() == [0, 1, 0]
+    with pytest.raises(neardup.InvalidParameterError):
+        f.first(np.array([1], np.uint64), np.array([0, 1]))
+
+
+def test_integer_ids_come_back_as_integers(tmp_path):
+    recs = [{"id": 7, "text": "the same story about the rain in the city today"},
+            {"id": "8", "text": "the same story about the rain in the city today"}]
+    res = neardup.dedup(recs)
+    assert res.clusters[0]["keeper"] == 7 and res.clusters[0]["members"][0]["id"] == "8"
+    assert res.pairs[0]["a"] == 7 and res.kept == [7]
+
+
+def test_progress_counts_bytes_with_an_eta(corpus, capsys):
+    neardup.dedup(corpus, None, progress=True, batch_size=500)
+    err = capsys.readouterr().err
+    assert "scan + signatures" in err and "B/s" in err  # a byte rate, so tqdm can show an ETA
+    assert "verify: re-read candidates" in err
