@@ -4,7 +4,7 @@
 
 use crate::errors::{param_err, raise};
 use neardup_core::tables;
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 

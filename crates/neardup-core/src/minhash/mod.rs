@@ -49,6 +49,8 @@ pub struct MinHasher {
     scheme: Scheme,
     // Multiply-shift parameters split into 32-bit halves for the SIMD kernel.
     ms: Option<multiply_shift::Params>,
+    // OPH: first-probe table for fast densification of small sets (shared by clones).
+    oph_first: Option<std::sync::Arc<oph::FirstProbe>>,
 }
 
 thread_local! {
@@ -79,7 +81,7 @@ impl MinHasher {
             return param(format!("every a must be odd; a[{i}] = {} is even", a[i]));
         }
         let ms = Some(multiply_shift::Params::new(&a, &b));
-        Ok(MinHasher { scheme: Scheme::MultiplyShift { a, b }, ms })
+        Ok(MinHasher { scheme: Scheme::MultiplyShift { a, b }, ms, oph_first: None })
     }
 
     /// datasketch's affine32 permutations, given the (a, b) its RandomState draws.
@@ -88,12 +90,14 @@ impl MinHasher {
         if a.len() != b.len() {
             return param(format!("a and b must have the same length, got {} and {}", a.len(), b.len()));
         }
-        Ok(MinHasher { scheme: Scheme::Affine32 { a, b }, ms: None })
+        Ok(MinHasher { scheme: Scheme::Affine32 { a, b }, ms: None, oph_first: None })
     }
 
     pub fn oph(num_perm: usize, seed: u64) -> crate::Result<Self> {
         check_num_perm(num_perm)?;
-        Ok(MinHasher { scheme: Scheme::Oph { num_perm, seed }, ms: None })
+        let oph_first =
+            (num_perm <= oph::FIRST_PROBE_MAX_K).then(|| std::sync::Arc::new(oph::FirstProbe::new(seed, num_perm)));
+        Ok(MinHasher { scheme: Scheme::Oph { num_perm, seed }, ms: None, oph_first })
     }
 
     pub fn scheme(&self) -> &Scheme {
@@ -129,7 +133,7 @@ impl MinHasher {
                 let ids32: Vec<u32> = ids.iter().map(|&x| x as u32).collect();
                 affine32::signature(a, b, &ids32, out)
             }
-            Scheme::Oph { seed, .. } => oph::signature(*seed, ids, out),
+            Scheme::Oph { seed, .. } => oph::signature(*seed, ids, out, self.oph_first.as_deref()),
         }
         Ok(())
     }
