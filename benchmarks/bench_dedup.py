@@ -34,10 +34,10 @@ RESULTS = HERE / "results"
 REUTERS = HERE.parent.parent / "shared" / "data" / "reuters21578.jsonl.gz"
 
 
-def run_child(argv: list[str]) -> dict:
+def run_child(argv: list[str], **popen) -> dict:
     """Run a command; its wall seconds, CPU seconds and peak RSS (MiB) from wait4."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv)
+    proc = subprocess.Popen(argv, **popen)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     code = os.waitstatus_to_exitcode(status)

@@ -26,19 +26,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-
-
-def run_child(argv: list[str]) -> dict:
-    """Run a command; its wall seconds, CPU seconds and peak RSS (MiB) from wait4."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv)
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{argv[:4]}... exited with {code}")
-    return {"wall_s": round(wall, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
-            "peak_rss_mib": round(ru.ru_maxrss / 1024, 1)}
+sys.path.insert(0, str(HERE))
+from bench_dedup import run_child  # noqa: E402  (wait4: wall, CPU, peak RSS of a child)
 
 
 def du(path: Path) -> int:
@@ -153,14 +142,7 @@ def main() -> None:
         if a.threads:
             argv += ["--threads", str(a.threads)]
         with open(base / f"report-{n}{a.tag}.stdout", "w") as so:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(argv, stdout=so)
-            _, status, ru = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise SystemExit(f"dedup on {n} exited with {os.waitstatus_to_exitcode(status)}")
-        row["dedup"] = {"wall_s": round(wall, 1), "cpu_s": round(ru.ru_utime + ru.ru_stime, 1),
-                        "peak_rss_mib": round(ru.ru_maxrss / 1024, 1)}
+            row["dedup"] = run_child(argv, stdout=so)
         rep = json.loads((out / "report.json").read_text())
         row["stages"] = [{k: s.get(k) for k in ("name", "seconds", "cpu_seconds", "count", "peak_rss_mb", "note")}
                          for s in rep["stages"]]
