@@ -126,7 +126,7 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     rows = []
     for n in [int(x) for x in a.sizes.split(",")]:
-        copies = n // 6
+        copies = round(n / 6)
         corpus = base / f"synth-{n}.jsonl"
         row: dict = {"articles": n, "originals": n - copies, "copies": copies}
         if not corpus.exists():
