@@ -157,7 +157,7 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     if not a.out:
         print("neardup dedup: -o/--out OUTDIR is required with INPUT files", file=sys.stderr)
         return EXIT_USAGE
-    res = neardup.dedup(a.inputs, a.out, **kwargs)
+    res = neardup.dedup(a.inputs, a.out, **kwargs, collect=False)  # rows go to files only
     if a.json:
         print(json.dumps(res.report, indent=2))
     elif not a.quiet:

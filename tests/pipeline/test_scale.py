@@ -141,3 +141,23 @@ def test_progress_counts_bytes_with_an_eta(corpus, capsys):
     err = capsys.readouterr().err
     assert "scan + signatures" in err and "B/s" in err  # a byte rate, so tqdm can show an ETA
     assert "verify: re-read candidates" in err
+
+
+def test_collect_false_writes_the_same_files_and_returns_no_rows(corpus, tmp_path):
+    full = neardup.dedup(corpus, tmp_path / "a", batch_size=400)
+    lean = neardup.dedup(corpus, tmp_path / "b", batch_size=400, collect=False)
+    assert lean.clusters == [] and lean.pairs == [] and lean.kept == []
+    assert lean.report["verified_pairs"] == full.report["verified_pairs"] == len(full.pairs)
+    for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
+        assert read_jsonl(tmp_path / "b" / name) == read_jsonl(tmp_path / "a" / name)
+    assert read_jsonl(tmp_path / "a" / "clusters.jsonl") == full.clusters
+
+
+def test_rows_are_built_in_chunks(corpus, monkeypatch):
+    import sys
+
+    run = sys.modules["neardup.pipeline.run"]  # the module (the package re-exports a function `run`)
+    whole = neardup.dedup(corpus, None)
+    monkeypatch.setattr(run, "ROW_CHUNK", 7)  # many chunks, and clusters straddling none
+    chunked = neardup.dedup(corpus, None)
+    assert _answer(chunked) == _answer(whole)

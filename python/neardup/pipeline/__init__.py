@@ -44,6 +44,7 @@ def dedup(
     progress: bool = False,
     memory_limit: int | str | None = None,
     tmp_dir: str | None = None,
+    collect: bool = True,
 ) -> DedupResult:
     """Find near-duplicate documents, cluster them and keep one per cluster.
 
@@ -51,7 +52,8 @@ def dedup(
     for stdin), or a list of dict records. ``out``: a directory for clusters.jsonl,
     pairs.jsonl, kept.jsonl (or kept.parquet) and report.json; ``None`` writes nothing.
     The other arguments are those of ``neardup dedup`` (see docs/dedup.md); ``memory_limit``
-    (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md).
+    (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md);
+    ``collect=False`` (with ``out``) writes the rows without also returning them as lists.
     Raises :class:`neardup.io.RecordError` for a bad record (unless ``on_error="skip"``),
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
@@ -65,6 +67,6 @@ def dedup(
         threshold=threshold, recall=recall, bands=bands, rows=rows, max_distance=max_distance,
         verify=verify, measure=measure, prefer_source=tuple(prefer_source), on_error=on_error,
         max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
-        progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir,
+        progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
     )
     return run(inputs, out, opts)

@@ -53,6 +53,9 @@ class DedupOptions:
     memory_limit: int | None = None
     # Where spill files go (None: the system's temporary directory).
     tmp_dir: str | None = None
+    # Return clusters, pairs and kept ids in the result (False: only write them to the output
+    # directory, so a run over millions of documents does not hold them all as Python rows).
+    collect: bool = True
 
     def check(self) -> None:
         def bad(msg: str) -> None:
@@ -101,4 +104,5 @@ class DedupOptions:
         d = asdict(self)
         d["prefer_source"] = list(self.prefer_source)
         d.pop("progress")
+        d.pop("collect")
         return d

@@ -45,6 +45,8 @@ from neardup.pipeline.verify import estimate_pairs
 __all__ = ["DedupResult", "run", "MAX_SKIPPED_LISTED"]
 
 MAX_SKIPPED_LISTED = 1000
+#: Clusters or pairs turned into rows at a time (their ids fetched in one call).
+ROW_CHUNK = 65536
 
 
 @dataclass
@@ -392,35 +394,48 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 msim[need] = 1.0 - np.array([int(v).bit_count() for v in x.tolist()]) / 64.0
     removed = int(len(others))
     near_removed = int((~same).sum())
-    clusters_rows = []
     # members (other than the keeper) follow their keeper in `ordered`, in rule order
     pos_of_other = np.full(n, -1, dtype=np.int64)
     pos_of_other[others] = np.arange(len(others))
-    ordered_ids = docs.ids_of(ordered)
-    ordered_pos = pos_of_other[ordered].tolist()
+    ordered_pos = pos_of_other[ordered]
     del pos_of_other
-    msim_l = msim.tolist()
-    same_l = same.tolist()
+    starts_l, ends_l = starts.tolist(), ends.tolist()
     alternates: dict[int, list] = {}
-    ordered_l = ordered.tolist()
-    for ci, (s0, e0) in enumerate(zip(starts.tolist(), ends.tolist())):
-        mem_rows = []
-        for j in range(s0 + 1, e0):
-            i = ordered_pos[j]
-            mem_rows.append({"id": ordered_ids[j], "similarity": round(msim_l[i], 6),
-                             "match": "exact" if same_l[i] else "near"})
-        clusters_rows.append({"cluster": ci, "keeper": ordered_ids[s0], "size": e0 - s0, "members": mem_rows})
-        alternates[ordered_l[s0]] = ordered_ids[s0 + 1 : e0]
-    del ordered_ids, ordered_pos, ordered_l
-    ea, eb = docs.ids_of(rep_of[exact_dups]), docs.ids_of(exact_dups)
-    pairs_rows = [{"a": x, "b": y, "similarity": 1.0, "match": "exact"} for x, y in zip(ea, eb)]
-    del ea, eb
-    na, nb = docs.ids_of(near[:, 0]), docs.ids_of(near[:, 1])
-    pairs_rows += [
-        {"a": x, "b": y, "similarity": round(s, 6), "match": "near"}
-        for x, y, s in zip(na, nb, near_sims.tolist())
-    ]
-    del na, nb
+    for lo in range(0, len(starts_l), ROW_CHUNK):  # keeper -> its alternates, for kept records
+        hi = min(lo + ROW_CHUNK, len(starts_l))
+        base = starts_l[lo]
+        ids_c = docs.ids_of(ordered[base : ends_l[hi - 1]])
+        for s0, e0 in zip(starts_l[lo:hi], ends_l[lo:hi]):
+            alternates[int(ordered[s0])] = ids_c[s0 - base + 1 : e0 - base]
+
+    def cluster_rows():
+        # built a chunk of clusters at a time, so a large run need not hold them all
+        for lo in range(0, len(starts_l), ROW_CHUNK):
+            hi = min(lo + ROW_CHUNK, len(starts_l))
+            base = starts_l[lo]
+            ids_c = docs.ids_of(ordered[base : ends_l[hi - 1]])
+            pos_c = ordered_pos[base : ends_l[hi - 1]].tolist()
+            for ci in range(lo, hi):
+                s0, e0 = starts_l[ci], ends_l[ci]
+                mem_rows = []
+                for j in range(s0 + 1, e0):
+                    i = pos_c[j - base]
+                    mem_rows.append({"id": ids_c[j - base], "similarity": round(float(msim[i]), 6),
+                                     "match": "exact" if same[i] else "near"})
+                yield {"cluster": ci, "keeper": ids_c[s0 - base], "size": e0 - s0, "members": mem_rows}
+
+    def pair_rows():
+        for lo in range(0, len(exact_dups), ROW_CHUNK):
+            ea = docs.ids_of(rep_of[exact_dups[lo : lo + ROW_CHUNK]])
+            eb = docs.ids_of(exact_dups[lo : lo + ROW_CHUNK])
+            for x, y in zip(ea, eb):
+                yield {"a": x, "b": y, "similarity": 1.0, "match": "exact"}
+        for lo in range(0, len(near), ROW_CHUNK):
+            chunk = near[lo : lo + ROW_CHUNK]
+            na, nb = docs.ids_of(chunk[:, 0]), docs.ids_of(chunk[:, 1])
+            for x, y, sim in zip(na, nb, near_sims[lo : lo + ROW_CHUNK].tolist()):
+                yield {"a": x, "b": y, "similarity": round(sim, 6), "match": "near"}
+
     kept_mask = np.ones(n, dtype=bool)
     kept_mask[others] = False
 
@@ -441,7 +456,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "signatures": int(len(sig_doc)),
         "lsh": lsh_info,
         "candidates": int(len(cand_docs)),
-        "verified_pairs": int(len(pairs_rows)),
+        "verified_pairs": int(len(exact_dups) + len(near)),
         "near_pairs": int(len(near)),
         "clusters": int(len(starts)),
         "copies_removed": removed,
@@ -451,12 +466,17 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "outdir": None,
         "files": [],
     }
-    kept_ids = docs.ids_of(np.flatnonzero(kept_mask))
-    result = DedupResult(report=report, clusters=clusters_rows, pairs=pairs_rows, kept=kept_ids)
+    if opts.collect:
+        result = DedupResult(report=report, clusters=list(cluster_rows()), pairs=list(pair_rows()),
+                             kept=docs.ids_of(np.flatnonzero(kept_mask)))
+        rows_out = (result.clusters, result.pairs)
+    else:  # the rows go straight to the files (the CLI: a large run need not hold them)
+        result = DedupResult(report=report)
+        rows_out = (cluster_rows(), pair_rows())
 
     if out is not None:
         with log.stage("write") as st:
-            files = _write_outputs(os.fspath(out), sources, docs, kept_mask, alternates, result, opts, fields)
+            files = _write_outputs(os.fspath(out), sources, docs, kept_mask, alternates, rows_out, opts)
             st.count = len(files)
         report["outdir"] = os.fspath(out)
         report["files"] = files + ["report.json"]
@@ -523,10 +543,10 @@ def _wanted_masks(docs: DocTable, which: np.ndarray, n_sources: int) -> list[np.
     return masks
 
 
-def _write_outputs(outdir, sources, docs, kept_mask, alternates, result: DedupResult, opts, fields) -> list[str]:
+def _write_outputs(outdir, sources, docs, kept_mask, alternates, rows_out, opts) -> list[str]:
     ensure_output_dir(outdir)
-    write_jsonl(os.path.join(outdir, "clusters.jsonl"), result.clusters)
-    write_jsonl(os.path.join(outdir, "pairs.jsonl"), result.pairs)
+    write_jsonl(os.path.join(outdir, "clusters.jsonl"), rows_out[0])
+    write_jsonl(os.path.join(outdir, "pairs.jsonl"), rows_out[1])
     kept_name = "kept.parquet" if opts.output_format == "parquet" else "kept.jsonl"
     _write_kept(os.path.join(outdir, kept_name), sources, docs, kept_mask, alternates, opts)
     return ["clusters.jsonl", "pairs.jsonl", kept_name]

@@ -69,7 +69,19 @@ class RowStore:
         if self._file is None:
             if not self._parts:
                 return np.zeros(shape, self.dtype)
-            out = self._parts[0] if len(self._parts) == 1 else np.concatenate(self._parts)
+            if len(self._parts) == 1:
+                return self._parts[0]
+            # Joined part by part, each freed once copied: the peak is the rows plus one
+            # batch, not twice the rows (np.concatenate would hold both).
+            out = np.empty(shape, self.dtype)
+            at = 0
+            parts, self._parts = self._parts, []
+            parts.reverse()
+            while parts:
+                p = parts.pop()
+                out[at : at + len(p)] = p
+                at += len(p)
+                del p
             self._parts = [out]
             return out
         if self._map is None:
