@@ -48,9 +48,9 @@ def test_sigkill_during_add_leaves_batch_wholly_in_or_out(tmp_path):
     kills = 0
     outcomes = {"in": 0, "out": 0}
     while b < len(batches) and kills < 14:
-        env["NEARDUP_INDEX_SEGMENT_MIN"] = rng.choice(["100", "100000"])  # segment file or level 0
+        tuning = ["--segment-min", rng.choice(["100", "100000"])]  # segment file or level 0
         before, _ = _consistent(d)
-        p = subprocess.Popen(cmd + [files[b]], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd + [files[b]] + tuning, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.05, full * 1.1))
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -98,11 +98,8 @@ def test_one_writer_at_a_time_readers_not_blocked(tmp_path, corpus):
 
 
 def _make(tmp_path, corpus, monkeypatch):
-    import neardup.index.core as core
-
-    monkeypatch.setattr(core, "SEGMENT_MIN", 10)
     d = tmp_path / "ix"
-    with Index.create(d) as ix:
+    with Index.create(d, segment_min=10) as ix:
         ix.add(corpus[:100])
     seg = next(f for f in os.listdir(d) if f.startswith("seg-"))
     return d, d / seg, d / "texts-000001.dat"

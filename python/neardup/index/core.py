@@ -30,12 +30,14 @@ from neardup.index import store
 from neardup.index.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
+    FileGoneError,
     IndexConfigError,
     IndexCorruptError,
     IndexExistsError,
     IndexNotFoundError,
 )
 from neardup.index.segment import Postings, write_segment
+from neardup.index.tuning import Tuning
 from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
 from neardup.io.errors import RecordError
 from neardup.io.readers import open_sources
@@ -48,10 +50,6 @@ from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
-#: adds of at least this many documents go straight to a segment file; smaller ones go to
-#: level 0 (SQLite) until it holds L0_MAX documents, then level 0 is flushed to a segment.
-SEGMENT_MIN = int(os.environ.get("NEARDUP_INDEX_SEGMENT_MIN", "20000"))
-L0_MAX = int(os.environ.get("NEARDUP_INDEX_L0_MAX", "50000"))
 PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
 
 CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
@@ -155,10 +153,12 @@ class Index:
     create with :meth:`Index.create`); close it (or use ``with``)."""
 
     # ------------------------------------------------------------------ open / create
-    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full") -> None:
+    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
+                 tuning: Tuning | None = None) -> None:
         if sync not in ("full", "normal"):
             raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
         self.sync = sync
+        self.tuning = tuning or Tuning()
         self.directory = directory
         self.config = config
         self.threads = threads
@@ -177,9 +177,12 @@ class Index:
         self._all_conns: list[sqlite3.Connection] = []
 
     @classmethod
-    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, **settings) -> "Index":
-        """Create an index in `directory` (made if missing; it must not hold an index)."""
+    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
+               l0_max: int | None = None, **settings) -> "Index":
+        """Create an index in `directory` (made if missing; it must not hold an index).
+        `segment_min` / `l0_max`: where adds put their postings (:class:`Tuning`), stored."""
         directory = os.fspath(directory)
+        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max)
         cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
         cfg.check()
         os.makedirs(directory, exist_ok=True)
@@ -198,7 +201,8 @@ class Index:
             probe = Signer(cfg.options()).batch([PROBE_TEXT])[0]
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
                     "neardup_version": neardup.__version__, "probe": probe.astype("<u4").tobytes().hex(),
-                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1"}
+                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
+                    "tuning": tuning.to_json()}
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             conn.execute("INSERT INTO text_files VALUES (1, 'texts-000001.dat', 0)")
@@ -212,7 +216,7 @@ class Index:
 
     @classmethod
     def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
-             **expected) -> "Index":
+             segment_min: int | None = None, l0_max: int | None = None, **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -220,7 +224,9 @@ class Index:
         ``sync="full"`` (default): every add is fsynced (text log, segment, SQLite WAL) before it
         returns: it survives a power cut. ``sync="normal"``: the text log and the WAL are not
         fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
-        and survives the process being killed, but the last adds may be lost on a power cut."""
+        and survives the process being killed, but the last adds may be lost on a power cut.
+
+        ``segment_min`` / ``l0_max`` override the stored :class:`Tuning` for this process."""
         directory = os.fspath(directory)
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
@@ -261,7 +267,14 @@ class Index:
                 f"{directory}: this build of neardup computes different signatures for the index's scheme "
                 f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
                 f"({meta.get('neardup_version')}); rebuild the index")
-        idx = cls(directory, cfg, threads, sync)
+        try:
+            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max)
+        except (ValueError, TypeError) as exc:
+            conn.close()
+            if isinstance(exc, InvalidParameterError):
+                raise
+            raise IndexCorruptError(f"{directory}: unreadable tuning settings ({exc})") from exc
+        idx = cls(directory, cfg, threads, sync, tuning)
         idx._local.conn = conn
         idx._all_conns.append(conn)
         try:
@@ -273,17 +286,20 @@ class Index:
 
     def _check_files(self, conn: sqlite3.Connection) -> None:
         """Cheap checks on open: every listed file is there with at least its recorded size."""
-        for name, size in conn.execute("SELECT file, bytes FROM segments"):
+        self._fresh_read(conn, lambda: self._check_files_once(conn))
+
+    def _check_files_once(self, conn: sqlite3.Connection) -> None:
+        for name, size in conn.execute("SELECT file, bytes FROM segments").fetchall():
             p = os.path.join(self.directory, name)
             if not os.path.exists(p):
-                raise IndexCorruptError(f"segment {name} is listed in the manifest but missing")
+                raise FileGoneError(f"segment {name} is listed in the manifest but missing", name)
             if os.path.getsize(p) != size:
                 raise IndexCorruptError(f"segment {name} is truncated or altered: {os.path.getsize(p)} bytes, "
                                         f"the manifest says {size}")
-        for name, committed in conn.execute("SELECT name, committed FROM text_files"):
+        for name, committed in conn.execute("SELECT name, committed FROM text_files").fetchall():
             p = os.path.join(self.directory, name)
             if not os.path.exists(p):
-                raise IndexCorruptError(f"text file {name} is missing")
+                raise FileGoneError(f"text file {name} is missing", name)
             if os.path.getsize(p) < committed:
                 raise IndexCorruptError(f"text file {name} is truncated: {os.path.getsize(p)} bytes, "
                                         f"{committed} committed")
@@ -343,6 +359,26 @@ class Index:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:  # pragma: no cover
                     pass
+
+    def _fresh_read(self, conn: sqlite3.Connection, fn, attempts: int = 5):
+        """Run the read `fn`; if a file its snapshot listed has gone because a concurrent
+        ``compact`` replaced it (and the current manifest no longer lists it), run it again on
+        the newer manifest. A file still listed but missing is damage, reported as such.
+        (A compact removes the files it replaced right after its commit; a reader between
+        reading the manifest and opening a file is the only one that can miss them, and a
+        reader that already opened a file keeps reading it.)"""
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except FileGoneError as exc:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+                listed = conn.execute("SELECT 1 FROM segments WHERE file = ? UNION ALL "
+                                      "SELECT 1 FROM text_files WHERE name = ?", (exc.file, exc.file)).fetchone()
+                if listed is not None or attempt == attempts - 1:
+                    raise
+                with self._state_lock:
+                    self._state = None
 
     def _meta(self, conn, key: str) -> str:
         return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
@@ -766,11 +802,16 @@ class Index:
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:
             conn = self._conn()
-            conn.execute("BEGIN")
-            try:
-                return self._plan(conn, docs, extras).verdicts
-            finally:
-                conn.execute("COMMIT")
+
+            def plan():
+                conn.execute("BEGIN")
+                try:
+                    return self._plan(conn, docs, extras).verdicts
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+
+            return self._fresh_read(conn, plan)
         with self._wlock:
             conn = self._writer()
             t0 = time.time()
@@ -827,7 +868,7 @@ class Index:
         # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
         tok = np.flatnonzero(plan.has_tok)
         st = self._state_for(conn)
-        to_segment = n >= SEGMENT_MIN or (len(st.l0.docs) + len(tok) > L0_MAX)
+        to_segment = n >= self.tuning.segment_min or (len(st.l0.docs) + len(tok) > self.tuning.l0_max)
         seg = None
         if to_segment and len(tok):
             mine = Postings.build(plan.doc_nums[tok], plan.exact_keys[tok], plan.band_keys, cfg.bands)
@@ -1100,7 +1141,7 @@ class Index:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self._texts.close()
+            self._texts.retire(old_texts if new_text is not None else [])
             for f in old_segs + (old_texts if new_text is not None else []):
                 try:
                     os.unlink(os.path.join(self.directory, f))
@@ -1111,8 +1152,15 @@ class Index:
 
     # ------------------------------------------------------------------ reads
     def disk_bytes(self) -> int:
-        return sum(os.path.getsize(os.path.join(self.directory, f)) for f in os.listdir(self.directory)
-                   if os.path.isfile(os.path.join(self.directory, f)))
+        total = 0
+        for f in os.listdir(self.directory):
+            try:  # a concurrent compact may remove a file between the listing and the stat
+                st = os.stat(os.path.join(self.directory, f))
+            except FileNotFoundError:
+                continue
+            if not os.path.isdir(os.path.join(self.directory, f)):
+                total += st.st_size
+        return total
 
     def stats(self) -> dict:
         conn = self._conn()
@@ -1141,6 +1189,9 @@ class Index:
 
     def get_document(self, id: Any, *, text: bool = True) -> dict:
         conn = self._conn()
+        return self._fresh_read(conn, lambda: self._get_document(conn, id, text))
+
+    def _get_document(self, conn, id: Any, text: bool) -> dict:
         r = conn.execute("SELECT doc, id, id_int, published_at, source, added_at, cluster, similarity, match, closest, "
                          "closest_similarity, title_len, extra FROM documents WHERE id = ?", (str(id),)).fetchone()
         if r is None:
@@ -1161,6 +1212,9 @@ class Index:
 
     def get_cluster(self, cluster: int, *, texts: bool = False) -> dict:
         conn = self._conn()
+        return self._fresh_read(conn, lambda: self._get_cluster(conn, cluster, texts))
+
+    def _get_cluster(self, conn, cluster: int, texts: bool) -> dict:
         conn.execute("BEGIN")
         try:
             r = conn.execute("SELECT cluster, keeper, size, created_at, updated_at, merged_into FROM clusters "
@@ -1173,7 +1227,8 @@ class Index:
                                 "WHERE cluster = ? ORDER BY doc", (r[0],)).fetchall()
             tx = self._texts_of(conn, [x[0] for x in rows]) if texts and self.config.store_text else {}
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         members = []
         keeper = None
         for d, i, ii, t, s, sim, m, extra in rows:
@@ -1226,15 +1281,23 @@ class Index:
         res = conn.execute("PRAGMA integrity_check").fetchall()
         if res != [("ok",)]:
             raise IndexCorruptError(f"SQLite integrity check failed: {res[:5]}")
-        st = self._state_for(conn)
-        for n_, s, c in st.segments:
-            self._segcache.get(n_, s, c)
-        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
-        k = 0
-        for _, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, id "
-                                                    "FROM documents WHERE text_file IS NOT NULL"):
-            self._texts.read(names[f], o, ln, crc, repr(ident))
-            k += 1
+        return self._fresh_read(conn, lambda: self._check_files_and_texts(conn))
+
+    def _check_files_and_texts(self, conn) -> dict:
+        conn.execute("BEGIN")  # one snapshot for the manifest and the documents
+        try:
+            st = self._state_for(conn)
+            for n_, s, c in st.segments:
+                self._segcache.get(n_, s, c)
+            names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+            k = 0
+            for _, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, "
+                                                        "id FROM documents WHERE text_file IS NOT NULL"):
+                self._texts.read(names[f], o, ln, crc, repr(ident))
+                k += 1
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         return {"sqlite": "ok", "segments": len(st.segments), "texts": k}
 
 

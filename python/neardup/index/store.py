@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neardup.index.errors import IndexCorruptError, IndexLockedError
+from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
 FORMAT = 1
@@ -270,6 +270,7 @@ class TextLog:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.fds: dict[str, int] = {}
+        self.retired: list[int] = []
         self.lock = threading.Lock()
 
     def _fd(self, name: str) -> int:
@@ -281,7 +282,7 @@ class TextLog:
                     try:
                         fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
                     except FileNotFoundError:
-                        raise IndexCorruptError(f"text file {name} is missing") from None
+                        raise FileGoneError(f"text file {name} is missing", name) from None
                     self.fds[name] = fd
         return fd
 
@@ -293,8 +294,19 @@ class TextLog:
             raise IndexCorruptError(f"text of {what} fails its checksum in {name}")
         return data.decode("utf-8")
 
+    def retire(self, names: list[str]) -> None:
+        """Files a compact has replaced: forget them, but keep their descriptors open until
+        close(), so that another thread still reading an old snapshot never preads a closed
+        (or reused) descriptor."""
+        with self.lock:
+            for n in names:
+                fd = self.fds.pop(n, None)
+                if fd is not None:
+                    self.retired.append(fd)
+
     def close(self) -> None:
         with self.lock:
-            for fd in self.fds.values():
+            for fd in list(self.fds.values()) + self.retired:
                 os.close(fd)
             self.fds.clear()
+            self.retired.clear()
