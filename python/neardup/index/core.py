@@ -53,7 +53,7 @@ __all__ = ["Index", "IndexConfig", "Verdict"]
 PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
 
 CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
-               "verify", "measure", "prefer_source", "store_text")
+               "verify", "measure", "prefer_source", "store_text", "signature_bits")
 
 
 _D = DedupOptions()  # the index's defaults are dedup's, so that they stay the same
@@ -77,6 +77,11 @@ class IndexConfig:
     measure: str = _D.measure
     prefer_source: tuple[str, ...] = ()
     store_text: bool = True
+    #: bits of each MinHash value kept for ``verify="estimate"``: 32 (dedup's estimate exactly) or
+    #: 16 (b-bit MinHash: half the bytes; two different values agree on their low 16 bits with
+    #: probability 2^-16, so an estimate can exceed the 32-bit one by 1/num_perm, for about
+    #: num_perm * 2^-16 (0.2% at 128) of pairs)
+    signature_bits: int = 32
 
     def options(self, threads: int | None = None) -> DedupOptions:
         return DedupOptions(method=self.method, k=self.k, unit=self.unit, num_perm=self.num_perm,
@@ -90,6 +95,11 @@ class IndexConfig:
                 "the index supports method 'minhash' (SimHash indexes are not implemented yet)")
         if self.verify == "exact" and not self.store_text:
             raise InvalidParameterError("verify 'exact' needs the texts: use store_text=True or verify='estimate'")
+        if self.signature_bits not in (16, 32):
+            raise InvalidParameterError(f"signature_bits must be 16 or 32, got {self.signature_bits!r}")
+        if self.signature_bits != 32 and self.verify != "estimate":
+            raise InvalidParameterError("signature_bits applies to verify='estimate' (exact verification stores "
+                                        "no signatures)")
         self.options().check()
         b, r = choose_bands(self.threshold, self.num_perm, self.recall, self.bands, self.rows)
         self.bands, self.rows = b, r
@@ -709,10 +719,19 @@ class Index:
         out = {}
         for d in doc_list:
             blob = rows[d]["signature"]
-            if blob is None or len(blob) != 4 * self.config.num_perm:
+            if blob is None or len(blob) != self._sig_dtype.itemsize * self.config.num_perm:
                 raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
-            out[d] = np.frombuffer(blob, dtype="<u4").astype(np.uint32)
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint32)
         return out
+
+    @property
+    def _sig_dtype(self) -> np.dtype:
+        return np.dtype("<u2") if self.config.signature_bits == 16 else np.dtype("<u4")
+
+    def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
+        """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
+        estimate against the archive or the batch is the same whichever add brought it."""
+        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 else sigs
 
     def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta) -> tuple[np.ndarray, np.ndarray]:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
@@ -731,7 +750,7 @@ class Index:
             sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
         else:
             asg = self._sigs_of(conn, arch_need, meta)
-            mat = np.concatenate([sigs[sig_row[batch_need]]] + ([np.stack([asg[d] for d in arch_need])] if arch_need else []))
+            mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in arch_need])] if arch_need else []))
             sims = estimate_pairs(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
         return sims[: len(pa)], sims[len(pa) :]
@@ -775,7 +794,7 @@ class Index:
             sims = verify_exact(HashSets(self.signer.hashes(texts)), pr, self.config.measure, self.threads)
         else:
             asg = self._sigs_of(conn, arch_ds)
-            mat = np.stack([sigs[sig_row[num_of[d]]] if d in num_of else asg[d] for d in ds])
+            mat = np.stack([self._as_stored(sigs[sig_row[num_of[d]]]) if d in num_of else asg[d] for d in ds])
             sims = estimate_pairs(mat, pr)
         for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
             self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
@@ -883,7 +902,8 @@ class Index:
             rows = []
             for i, c in enumerate(plan.docs):
                 cm = plan.closest[i]
-                sig = plan.sigs[plan.sig_row[i]].astype("<u4").tobytes() if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None
+                sig = (self._as_stored(plan.sigs[plan.sig_row[i]]).astype(self._sig_dtype).tobytes()
+                       if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None)
                 t = None if math.isnan(c.time) else c.time
                 rows.append((int(plan.doc_nums[i]), c.key, 1 if isinstance(c.id, int) else 0, t, c.source, now, batch,
                              u2i(int(plan.exact_keys[i])), int(plan.cluster_of[i]), float(plan.new_sim[i]),
