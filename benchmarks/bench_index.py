@@ -380,17 +380,20 @@ t1 = time.perf_counter()
 docs, extras = ix._checked({day!r}, None, 5_000_000)
 t2 = time.perf_counter()
 conn = ix._writer()
+pending = ix._append_texts(conn, docs)  # as add_checked does: the text log written during the plan
 plan = ix._plan(conn, docs, extras)
 t3 = time.perf_counter()
-ix._commit(conn, plan, time.time(), None)
+ix._commit(conn, plan, time.time(), None, pending)
 t4 = time.perf_counter()
 print(json.dumps({{"open_s": t1 - t0, "read_and_check_s": t2 - t1, "plan_s": t3 - t2, "commit_s": t4 - t3,
-                  "total_s": t4 - t0}}))
+                  "total_s": t4 - t0, "stages": ix.last_stages}}))
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     out = json.loads(r.stdout)
     print(f"  in-process: read+check {out['read_and_check_s']:.2f} s, plan (exact pass, signatures, lookups, "
           f"verification, clusters, keepers) {out['plan_s']:.2f} s, commit {out['commit_s']:.2f} s", flush=True)
+    for k, v in out["stages"].items():
+        print(f"    {k}: {v:.2f} s", flush=True)
     return out
 
 

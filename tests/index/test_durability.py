@@ -161,3 +161,25 @@ def test_corrupt_database_is_reported(tmp_path, corpus, monkeypatch):
         f.write(b"this is not sqlite at all")
     with pytest.raises(IndexCorruptError):
         Index.open(d)
+
+
+def test_failed_large_add_leaves_only_garbage_past_the_committed_text(tmp_path):
+    """A large add writes its texts (in a background thread) while it is planned; when the plan
+    then fails, those bytes belong to nothing and the next add overwrites them."""
+    from neardup.index import DuplicateIdError
+    from neardup.index.append import BACKGROUND_MIN
+
+    docs = h.synth(originals=BACKGROUND_MIN + 300, copies=100, bridges=0, words=60, seed=3)
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(docs[:50])
+        committed = ix._last_text_file(ix._conn())[2]
+        bad = docs[50 : 50 + BACKGROUND_MIN + 10] + [docs[0]]  # the last id is already indexed
+        with pytest.raises(DuplicateIdError):
+            ix.add(bad)
+        assert ix._last_text_file(ix._conn())[2] == committed
+        assert os.path.getsize(d / "texts-000001.dat") > committed  # the garbage was written
+        ix.add(docs[50:])
+        ix.check()
+        assert ix.get_document(docs[-1]["id"])["text"] == docs[-1]["text"]
+    _consistent(d)

@@ -37,6 +37,8 @@ from neardup.index.errors import (
     IndexNotFoundError,
 )
 from neardup.index.segment import Postings, write_segment
+from neardup.index.append import PendingTexts
+from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
 from neardup.io.errors import RecordError
@@ -156,6 +158,7 @@ class _Plan:
     pairs: list[tuple[int, int, float]]
     verdicts: list[Verdict]
     next_cluster: int
+    stages: Stages = field(default_factory=Stages)
 
 
 class Index:
@@ -185,6 +188,8 @@ class Index:
         self._state_lock = threading.Lock()
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
+        #: wall seconds per stage of the last add or query (for benchmarks)
+        self.last_stages: dict[str, float] = {}
 
     @classmethod
     def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
@@ -441,6 +446,7 @@ class Index:
     def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list[str | None]) -> _Plan:
         cfg = self.config
         n = len(docs)
+        sw = Stages()
         st = self._state_for(conn)
         # ids: unique in the batch and new to the index
         keys = [c.key for c in docs]
@@ -460,6 +466,7 @@ class Index:
         if present:
             raise DuplicateIdError(f"{len(present)} id(s) already in the index: {_few(present)}", present)
 
+        sw.lap("plan: id checks")
         texts = [c.text for c in docs]
         ek, ntok = exact_keys(texts, self.threads) if n else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
         has_tok = ntok > 0
@@ -467,8 +474,10 @@ class Index:
         tok_idx = np.flatnonzero(has_tok)
         sig_row = np.full(n, -1, np.int64)
         sig_row[tok_idx] = np.arange(len(tok_idx))
+        sw.lap("plan: exact keys")
         sigs = self.signer.batch([texts[i] for i in tok_idx.tolist()]) if len(tok_idx) else np.zeros((0, cfg.num_perm), np.uint32)
         bk = neardup.lsh.band_keys(sigs, cfg.bands, cfg.rows, self.threads) if len(tok_idx) else np.zeros((0, cfg.bands), np.uint64)
+        sw.lap("plan: signatures, band keys")
         arrays = self._arrays(st)
 
         # exact pass: against the archive, then the earlier part of the batch
@@ -506,6 +515,7 @@ class Index:
         bp = lsh_pairs(sigs[rep_rows], cfg.bands, cfg.rows).astype(np.int64) if len(reps) > 1 else np.zeros((0, 2), np.int64)
         bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
 
+        sw.lap("plan: lookups, batch pairs")
         # archive documents involved (candidates and exact targets): metadata in this snapshot
         arch_docs = np.unique(np.concatenate([cd, arch_exact[arch_exact >= 0]]))
         meta = self._doc_meta(conn, arch_docs.tolist())
@@ -515,8 +525,10 @@ class Index:
             if int(arch_exact[i]) not in meta:  # removed since the postings were read
                 arch_exact[i] = -1
 
+        sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta)
+        sw.lap("plan: verification")
         ok_a = sims_a >= cfg.threshold
         ok_b = sims_b >= cfg.threshold
         ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
@@ -561,6 +573,7 @@ class Index:
                 comp_target[lab] = t
             cluster_of[i] = t
 
+        sw.lap("plan: union-find")
         # keepers and similarities to the keeper, per affected cluster
         next_doc = int(self._meta(conn, "next_doc"))
         doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
@@ -620,7 +633,9 @@ class Index:
                     new_sim[i], new_match[i] = 1.0, None
                 else:
                     sim_jobs.append(("b", i, "k", keeper_doc, c))
+        sw.lap("plan: keepers")
         self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match)
+        sw.lap("plan: similarities to keepers")
 
         # closest earlier document of each batch document
         closest: list[tuple[Any, float, str] | None] = [None] * n
@@ -655,8 +670,10 @@ class Index:
                 is_keeper=kdoc == int(doc_nums[i]), alternates=alts,
                 closest=cm[0] if cm else None, similarity=round(cm[1], 6) if cm else None,
                 match=cm[2] if cm else None))
+        sw.lap("plan: closest, verdicts")
+        self.last_stages = sw.times
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, new_clusters, merged,
-                     cluster_rows, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster)
+                     cluster_rows, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
 
     def _doc_meta(self, conn, doc_list: list[int]) -> dict[int, dict]:
         out: dict[int, dict] = {}
@@ -834,8 +851,13 @@ class Index:
         with self._wlock:
             conn = self._writer()
             t0 = time.time()
-            plan = self._plan(conn, docs, extras)
-            self._commit(conn, plan, t0, note)
+            pending = self._append_texts(conn, docs)
+            try:
+                plan = self._plan(conn, docs, extras)
+                self._commit(conn, plan, t0, note, pending)
+            finally:
+                if pending is not None:
+                    pending.wait()
             for v in plan.verdicts:
                 v.inserted = True
             return plan.verdicts
@@ -858,32 +880,32 @@ class Index:
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
 
-    def _commit(self, conn, plan: _Plan, t0: float, note: str | None) -> None:
+    def _last_text_file(self, conn) -> tuple[int, str, int]:
+        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+
+    def _append_texts(self, conn, docs: list[Checked]) -> PendingTexts | None:
+        """Start writing the batch's texts past the log's committed length (garbage until the
+        commit records the new length), so that the write overlaps the plan."""
+        if not (self.config.store_text and docs):
+            return None
+        fid, name, committed = self._last_text_file(conn)
+        return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
+                            fsync=self.sync == "full")
+
+    def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
         n = len(plan.docs)
         now = time.time()
         # 1. texts: appended to the log and fsynced before the transaction that references them
         text_cols: list[tuple] = [(None, None, None, None)] * n
-        tf = conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+        tf = self._last_text_file(conn)
         new_committed = tf[2]
-        if cfg.store_text and n:
-            path = os.path.join(self.directory, tf[1])
-            with open(path, "r+b") as f:
-                f.seek(tf[2])
-                off = tf[2]
-                parts = []
-                text_cols = []
-                for c in plan.docs:
-                    b = c.text.encode("utf-8")
-                    parts.append(b)
-                    text_cols.append((tf[0], off, len(b), zlib.crc32(b)))
-                    off += len(b)
-                f.write(b"".join(parts))
-                f.truncate(off)
-                f.flush()
-                if self.sync == "full":
-                    os.fsync(f.fileno())
-                new_committed = off
+        if pending is None:  # not started before the plan (see add_checked): now
+            pending = self._append_texts(conn, plan.docs)
+        if pending is not None:
+            text_cols, new_committed = pending.result()
+        sw = plan.stages
+        sw.lap("commit: text log")
         # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
         tok = np.flatnonzero(plan.has_tok)
         st = self._state_for(conn)
@@ -895,6 +917,7 @@ class Index:
             name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
             size, crc = write_segment(os.path.join(self.directory, name), p)
             seg = (name, p.docs, size, crc)
+        sw.lap("commit: segment file")
         # 3. one transaction
         batch = int(self._meta(conn, "next_batch"))
         conn.execute("BEGIN IMMEDIATE")
@@ -909,7 +932,9 @@ class Index:
                              u2i(int(plan.exact_keys[i])), int(plan.cluster_of[i]), float(plan.new_sim[i]),
                              plan.new_match[i], None if cm is None else str(cm[0]), None if cm is None else cm[1],
                              plan.extras[i][1], *text_cols[i], plan.extras[i][0], sig))
+            sw.lap("commit: document rows built")
             conn.executemany("INSERT INTO documents VALUES (" + ",".join("?" * 20) + ")", rows)
+            sw.lap("commit: documents inserted")
             conn.executemany("INSERT INTO clusters VALUES (?, ?, ?, ?, ?, NULL)",
                              [(c, plan.cluster_rows[c][0], plan.cluster_rows[c][1], now, now) for c in plan.new_clusters])
             newset = set(plan.new_clusters)
@@ -941,8 +966,11 @@ class Index:
                          (batch, t0, time.time(), n, n - dup, dup, note))
             gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
                              next_cluster=plan.next_cluster, next_batch=batch + 1)
+            sw.lap("commit: other rows")
             conn.execute("COMMIT")
+            sw.lap("commit: COMMIT")
             self._advance_state(st, gen, seg, prow)
+            self.last_stages = sw.times
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
