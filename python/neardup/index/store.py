@@ -235,6 +235,8 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
     qi_parts, d_parts = [], []
     if len(q) == 0 or not any(len(k) for k, _ in arrays):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(q) <= SMALL_QUERY:
+        return _lookup_few(arrays, q, tomb)
     # sorted needles: numpy's binary search then walks forward from the last hit (cache friendly)
     order = np.argsort(q, kind="stable")
     qs = q[order]
@@ -262,6 +264,32 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
         m = ~np.isin(d, tomb)
         qi, d = qi[m], d[m]
     return qi, d
+
+
+#: queries of at most this many keys (the service's single articles) take the scalar path: one
+#: binary search per array and a Python check of the (usually missing) hit costs a few
+#: microseconds, where the vectorised path's dozen numpy calls cost ~25 (x bands x segments)
+SMALL_QUERY = 4
+
+
+def _lookup_few(arrays, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    qi: list[int] = []
+    ds: list[int] = []
+    ql = q.tolist()
+    for keys, docs in arrays:
+        n = len(keys)
+        if n == 0:
+            continue
+        for i, lo in enumerate(keys.searchsorted(q).tolist()):
+            if lo < n and int(keys[lo]) == ql[i]:
+                hi = int(keys.searchsorted(q[i : i + 1], "right")[0])
+                qi.extend([i] * (hi - lo))
+                ds.extend(docs[lo:hi].tolist())
+    qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
+    if len(tomb) and len(d_a):
+        m = ~np.isin(d_a, tomb)
+        qi_a, d_a = qi_a[m], d_a[m]
+    return qi_a, d_a
 
 
 class TextLog:
