@@ -28,7 +28,7 @@ def test_tuning_is_stored_and_overridable(tmp_path, corpus):
     assert len(_segments(d)) == 2
     with Index.open(d, l0_max=3) as ix:  # level 0 (10 documents) folded into the next segment
         ix.add(corpus[50:55])
-        assert ix._conn().execute("SELECT COUNT(*) FROM postings").fetchone()[0] == 0
+        assert ix._conn().execute("SELECT COUNT(*) FROM level0").fetchone()[0] == 0
     assert len(_segments(d)) == 3
     with Index.open(d) as ix:
         assert ix.tuning.segment_min == 20 and ix.tuning.l0_max == 50_000

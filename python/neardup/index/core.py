@@ -38,6 +38,7 @@ from neardup.index.errors import (
 )
 from neardup.index.segment import Postings, write_segment
 from neardup.index.append import PendingTexts
+from neardup.index.migrate import migrate_1_to_2
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
@@ -252,6 +253,13 @@ class Index:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise IndexCorruptError(f"{db}: cannot read the index database ({exc})") from exc
+        if meta.get("format") == "1":
+            try:
+                migrate_1_to_2(directory, conn, cfg_bands=json.loads(meta["config"])["bands"])
+            except BaseException:
+                conn.close()
+                raise
+            meta["format"] = str(FORMAT)
         if meta.get("format") != str(FORMAT):
             conn.close()
             raise IndexConfigError(f"{directory}: index format {meta.get('format')!r}, this neardup reads {FORMAT}")
@@ -948,18 +956,20 @@ class Index:
             conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", plan.member_updates)
             conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
             if seg is not None:
-                conn.execute("DELETE FROM postings")
+                conn.execute("DELETE FROM level0")
                 conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                              (seg[0], seg[1], seg[2], seg[3], now))
                 # tombstones of documents that no segment lists any more could go; compaction does it
             prow = []
             if seg is None and len(tok):
+                l0rows = []
                 for k, i in enumerate(tok.tolist()):
                     d = int(plan.doc_nums[i])
                     prow.append((-1, u2i(int(plan.exact_keys[i])), d))
                     for j, key in enumerate(plan.band_keys[k].tolist()):
                         prow.append((j, u2i(key), d))
-                conn.executemany("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", prow)
+                    l0rows.append((d, u2i(int(plan.exact_keys[i])), plan.band_keys[k].astype("<u8").tobytes()))
+                conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)", l0rows)
             conn.execute("UPDATE text_files SET committed = ? WHERE file = ?", (new_committed, tf[0]))
             dup = sum(1 for v in plan.verdicts if v.status == "duplicate")
             conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
@@ -1106,7 +1116,7 @@ class Index:
                 conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
                 conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
                 conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
-                conn.execute(f"DELETE FROM postings WHERE doc IN ({ph})", chunk)
+                conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
             conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
             conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
             conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
@@ -1175,7 +1185,7 @@ class Index:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM segments")
-                conn.execute("DELETE FROM postings")
+                conn.execute("DELETE FROM level0")
                 conn.execute("DELETE FROM tombstones")
                 conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                              (name, p.docs, size, crc, time.time()))
@@ -1218,7 +1228,7 @@ class Index:
             cl = conn.execute("SELECT COUNT(*), COALESCE(SUM(size >= 2), 0), COALESCE(SUM(CASE WHEN size >= 2 THEN size - 1 ELSE 0 END), 0) "
                               "FROM clusters WHERE size > 0").fetchone()
             segs = conn.execute("SELECT COUNT(*), COALESCE(SUM(docs), 0), COALESCE(SUM(bytes), 0) FROM segments").fetchone()
-            l0 = conn.execute("SELECT COUNT(DISTINCT doc) FROM postings").fetchone()[0]
+            l0 = conn.execute("SELECT COUNT(*) FROM level0").fetchone()[0]
             tomb = conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0]
             text_bytes = conn.execute("SELECT COALESCE(SUM(text_length), 0) FROM documents").fetchone()[0]
             batches = conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]

@@ -25,7 +25,8 @@ import numpy as np
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
-FORMAT = 1
+#: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
+FORMAT = 2
 DB_NAME = "index.sqlite"
 
 SCHEMA = """
@@ -67,12 +68,11 @@ CREATE TABLE pairs (                  -- verified near pairs (a < b, document nu
     PRIMARY KEY (a, b)
 ) WITHOUT ROWID;
 CREATE INDEX pairs_b ON pairs(b);
-CREATE TABLE postings (               -- level 0: postings of recent small adds, not yet in a segment
-    band INTEGER NOT NULL,            -- -1: exact key; 0..b-1: LSH band
-    key INTEGER NOT NULL,             -- uint64 stored as its signed 64-bit twin
-    doc INTEGER NOT NULL,
-    PRIMARY KEY (band, key, doc)
-) WITHOUT ROWID;
+CREATE TABLE level0 (                 -- level 0: postings of recent small adds, not yet in a segment
+    doc INTEGER PRIMARY KEY,          -- one row per document, appended in order (an add dirties one
+    exact_key INTEGER NOT NULL,       -- page, not one random B-tree page per band); uint64 as signed
+    bands BLOB NOT NULL               -- its band keys, uint64 little-endian, band 0 first
+);
 CREATE TABLE segments (               -- the manifest of segment files
     seg INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL,
     bytes INTEGER NOT NULL, crc INTEGER NOT NULL, created_at REAL NOT NULL
@@ -192,8 +192,10 @@ class L0:
     @staticmethod
     def load(conn: sqlite3.Connection) -> "L0":
         l0 = L0()
-        for band, key, doc in conn.execute("SELECT band, key, doc FROM postings"):
-            l0.put(band, key & 0xFFFFFFFFFFFFFFFF, doc)
+        for doc, exact, bands in conn.execute("SELECT doc, exact_key, bands FROM level0"):
+            l0.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
+            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
+                l0.put(j, key, doc)
         return l0
 
     def put(self, band: int, key: int, doc: int) -> None:
