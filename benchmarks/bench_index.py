@@ -281,6 +281,8 @@ def main() -> None:
     ap.add_argument("--rates", default="200,400,600,800,1000")
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--no-text-too", action="store_true", help="also build an index without texts (estimate)")
+    ap.add_argument("--signature-bits", type=int, choices=[16, 32], default=32,
+                    help="bits per MinHash value kept by the no-text index (16: b-bit)")
     ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
@@ -340,7 +342,7 @@ def main() -> None:
     if a.no_text_too:
         d2 = os.path.join(a.out, "ix-notext")
         shutil.rmtree(d2, ignore_errors=True)
-        neardup("index", "init", d2, "--verify", "estimate", "--no-text")
+        neardup("index", "init", d2, "--verify", "estimate", "--no-text", "--signature-bits", str(a.signature_bits))
         dt, _ = neardup("index", "add", d2, arch)
         dt2, _ = neardup("index", "add", d2, day)
         with Index.open(d2) as ix:
