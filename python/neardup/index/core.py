@@ -17,7 +17,6 @@ import os
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
