@@ -35,3 +35,17 @@ def test_format_1_index_is_upgraded_on_open(tmp_path, corpus):
         assert [v.as_dict() for v in ix.query([c["text"] for c in corpus[200:260]])] == before
         ix.add(corpus[200:300])
         ix.check()
+
+
+def test_merge_update_uses_the_merged_into_index_and_writers_add_it(tmp_path, corpus):
+    d = tmp_path / "ix"
+    Index.create(d).close()
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    plan = con.execute("EXPLAIN QUERY PLAN UPDATE clusters SET merged_into = 1 WHERE merged_into = 2").fetchall()
+    assert "clusters_merged" in str(plan)  # not a scan of every cluster, once per merge
+    con.execute("DROP INDEX clusters_merged")  # as in an index made before the index existed
+    con.close()
+    with Index.open(d) as ix:
+        ix.add(corpus[:20])  # a writer adds it
+        names = [r[0] for r in ix._conn().execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+        assert "clusters_merged" in names

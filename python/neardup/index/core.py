@@ -40,7 +40,7 @@ from neardup.index.append import PendingTexts
 from neardup.index.migrate import migrate_1_to_2
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
-from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
+from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
 from neardup.io.errors import RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Checked, Fields, Limits, check_record
@@ -361,6 +361,8 @@ class Index:
             if self.sync == "normal":
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._all_conns.append(conn)
+            for ddl in LATE_INDEXES:
+                conn.execute(ddl)
             self._recover(conn)
             self._wconn = conn
         return self._wconn
