@@ -9,9 +9,7 @@ def corpus():
 
 
 @pytest.fixture
-def small_segments(monkeypatch):
-    """Make small adds go to segment files (and level 0 flush early), to test both paths."""
-    import neardup.index.core as core
-
-    monkeypatch.setattr(core, "SEGMENT_MIN", 150)
-    monkeypatch.setattr(core, "L0_MAX", 200)
+def small_segments():
+    """Settings that make small adds go to segment files (and level 0 fold early), to test both
+    posting paths: pass them to Index.create / Index.open."""
+    return {"segment_min": 150, "l0_max": 200}

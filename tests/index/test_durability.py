@@ -48,9 +48,9 @@ def test_sigkill_during_add_leaves_batch_wholly_in_or_out(tmp_path):
     kills = 0
     outcomes = {"in": 0, "out": 0}
     while b < len(batches) and kills < 14:
-        env["NEARDUP_INDEX_SEGMENT_MIN"] = rng.choice(["100", "100000"])  # segment file or level 0
+        tuning = ["--segment-min", rng.choice(["100", "100000"])]  # segment file or level 0
         before, _ = _consistent(d)
-        p = subprocess.Popen(cmd + [files[b]], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(cmd + [files[b]] + tuning, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0.05, full * 1.1))
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -98,11 +98,8 @@ def test_one_writer_at_a_time_readers_not_blocked(tmp_path, corpus):
 
 
 def _make(tmp_path, corpus, monkeypatch):
-    import neardup.index.core as core
-
-    monkeypatch.setattr(core, "SEGMENT_MIN", 10)
     d = tmp_path / "ix"
-    with Index.create(d) as ix:
+    with Index.create(d, segment_min=10) as ix:
         ix.add(corpus[:100])
     seg = next(f for f in os.listdir(d) if f.startswith("seg-"))
     return d, d / seg, d / "texts-000001.dat"
@@ -164,3 +161,25 @@ def test_corrupt_database_is_reported(tmp_path, corpus, monkeypatch):
         f.write(b"this is not sqlite at all")
     with pytest.raises(IndexCorruptError):
         Index.open(d)
+
+
+def test_failed_large_add_leaves_only_garbage_past_the_committed_text(tmp_path):
+    """A large add writes its texts (in a background thread) while it is planned; when the plan
+    then fails, those bytes belong to nothing and the next add overwrites them."""
+    from neardup.index import DuplicateIdError
+    from neardup.index.append import BACKGROUND_MIN
+
+    docs = h.synth(originals=BACKGROUND_MIN + 300, copies=100, bridges=0, words=60, seed=3)
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(docs[:50])
+        committed = ix._last_text_file(ix._conn())[2]
+        bad = docs[50 : 50 + BACKGROUND_MIN + 10] + [docs[0]]  # the last id is already indexed
+        with pytest.raises(DuplicateIdError):
+            ix.add(bad)
+        assert ix._last_text_file(ix._conn())[2] == committed
+        assert os.path.getsize(d / "texts-000001.dat") > committed  # the garbage was written
+        ix.add(docs[50:])
+        ix.check()
+        assert ix.get_document(docs[-1]["id"])["text"] == docs[-1]["text"]
+    _consistent(d)

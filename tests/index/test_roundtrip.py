@@ -51,11 +51,10 @@ def test_rain_story_round_trip(tmp_path):
 
 @pytest.mark.parametrize("paths", ["level0", "segments"])
 def test_daily_batches_equal_one_dedup(tmp_path, corpus, request, paths):
-    if paths == "segments":
-        request.getfixturevalue("small_segments")
+    tuning = request.getfixturevalue("small_segments") if paths == "segments" else {}
     ref = neardup.dedup(corpus, None, prefer_source=["agency"])
     days = h.days(corpus, 4)
-    with Index.create(tmp_path / "ix", prefer_source=["agency"]) as ix:
+    with Index.create(tmp_path / "ix", prefer_source=["agency"], **tuning) as ix:
         for day in days:
             ix.add(h.write_jsonl(tmp_path / f"day{len(day)}.jsonl", day))
         rows = list(ix.clusters())

@@ -53,6 +53,10 @@ def register(sub) -> None:
     q.add_argument("--verify", choices=["exact", "estimate"], default="exact")
     q.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard")
     q.add_argument("--prefer-source", default="", help="comma-separated sources preferred as keepers")
+    q.add_argument("--signature-bits", type=int, choices=[16, 32], default=32,
+                   help="with --verify estimate: bits kept per MinHash value (16: half the bytes, an estimate "
+                        "at most 1/num_perm higher for ~0.2%% of pairs)")
+    _tuning_args(q, "stored in the index")
     q.add_argument("--no-text", action="store_true",
                    help="do not store texts (needs --verify estimate; the web page then shows no texts)")
 
@@ -62,6 +66,7 @@ def register(sub) -> None:
     q.add_argument("inputs", nargs="+", metavar="FILE", help="JSONL (.gz/.zst), Parquet, CSV, '-' for stdin")
     _fields_args(q)
     q.add_argument("--verdicts", metavar="FILE", help="write one verdict per document (JSONL) to FILE")
+    _tuning_args(q, "for this add only; default: the index's")
     q.add_argument("--threads", type=int, default=None)
     q.add_argument("--json", action="store_true", help="print a JSON summary")
     _config_checks(q)
@@ -119,6 +124,14 @@ def _config_checks(q: argparse.ArgumentParser) -> None:
     g.add_argument("--scheme", default=None)
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--threshold", type=float, default=None)
+
+
+def _tuning_args(q, note: str) -> None:
+    g = q.add_argument_group(f"where postings go ({note}; speed and file layout only, never results)")
+    g.add_argument("--segment-min", type=int, default=None, metavar="N",
+                   help="adds of at least N documents write a segment file (default 20000)")
+    g.add_argument("--l0-max", type=int, default=None, metavar="N",
+                   help="level 0 is folded into a segment beyond N documents (default 50000)")
 
 
 def _fields(a):
@@ -211,7 +224,7 @@ def _init(a) -> int:
                        scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
                        threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
                        measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
-                       store_text=not a.no_text)
+                       store_text=not a.no_text, signature_bits=a.signature_bits, segment_min=a.segment_min, l0_max=a.l0_max)
     c = idx.config
     idx.close()
     print(f"created index {a.dir}: {c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "
@@ -225,7 +238,7 @@ def _add(a) -> int:
 
     t0 = time.perf_counter()
     with Index.open(a.dir, threads=a.threads, k=a.k, num_perm=a.num_perm, scheme=a.scheme, seed=a.seed,
-                    threshold=a.threshold) as idx:
+                    threshold=a.threshold, segment_min=a.segment_min, l0_max=a.l0_max) as idx:
         verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
         st = idx.stats()
     dt = time.perf_counter() - t0

@@ -17,7 +17,6 @@ import os
 import sqlite3
 import threading
 import time
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,13 +29,18 @@ from neardup.index import store
 from neardup.index.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
+    FileGoneError,
     IndexConfigError,
     IndexCorruptError,
     IndexExistsError,
     IndexNotFoundError,
 )
 from neardup.index.segment import Postings, write_segment
-from neardup.index.store import DB_NAME, FORMAT, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
+from neardup.index.append import PendingTexts
+from neardup.index.migrate import migrate_1_to_2
+from neardup.index.stages import Stages
+from neardup.index.tuning import Tuning
+from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
 from neardup.io.errors import RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Checked, Fields, Limits, check_record
@@ -48,14 +52,10 @@ from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
-#: adds of at least this many documents go straight to a segment file; smaller ones go to
-#: level 0 (SQLite) until it holds L0_MAX documents, then level 0 is flushed to a segment.
-SEGMENT_MIN = int(os.environ.get("NEARDUP_INDEX_SEGMENT_MIN", "20000"))
-L0_MAX = int(os.environ.get("NEARDUP_INDEX_L0_MAX", "50000"))
 PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
 
 CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
-               "verify", "measure", "prefer_source", "store_text")
+               "verify", "measure", "prefer_source", "store_text", "signature_bits")
 
 
 _D = DedupOptions()  # the index's defaults are dedup's, so that they stay the same
@@ -79,6 +79,11 @@ class IndexConfig:
     measure: str = _D.measure
     prefer_source: tuple[str, ...] = ()
     store_text: bool = True
+    #: bits of each MinHash value kept for ``verify="estimate"``: 32 (dedup's estimate exactly) or
+    #: 16 (b-bit MinHash: half the bytes; two different values agree on their low 16 bits with
+    #: probability 2^-16, so an estimate can exceed the 32-bit one by 1/num_perm, for about
+    #: num_perm * 2^-16 (0.2% at 128) of pairs)
+    signature_bits: int = 32
 
     def options(self, threads: int | None = None) -> DedupOptions:
         return DedupOptions(method=self.method, k=self.k, unit=self.unit, num_perm=self.num_perm,
@@ -92,6 +97,11 @@ class IndexConfig:
                 "the index supports method 'minhash' (SimHash indexes are not implemented yet)")
         if self.verify == "exact" and not self.store_text:
             raise InvalidParameterError("verify 'exact' needs the texts: use store_text=True or verify='estimate'")
+        if self.signature_bits not in (16, 32):
+            raise InvalidParameterError(f"signature_bits must be 16 or 32, got {self.signature_bits!r}")
+        if self.signature_bits != 32 and self.verify != "estimate":
+            raise InvalidParameterError("signature_bits applies to verify='estimate' (exact verification stores "
+                                        "no signatures)")
         self.options().check()
         b, r = choose_bands(self.threshold, self.num_perm, self.recall, self.bands, self.rows)
         self.bands, self.rows = b, r
@@ -148,6 +158,7 @@ class _Plan:
     pairs: list[tuple[int, int, float]]
     verdicts: list[Verdict]
     next_cluster: int
+    stages: Stages = field(default_factory=Stages)
 
 
 class Index:
@@ -155,10 +166,12 @@ class Index:
     create with :meth:`Index.create`); close it (or use ``with``)."""
 
     # ------------------------------------------------------------------ open / create
-    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full") -> None:
+    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
+                 tuning: Tuning | None = None) -> None:
         if sync not in ("full", "normal"):
             raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
         self.sync = sync
+        self.tuning = tuning or Tuning()
         self.directory = directory
         self.config = config
         self.threads = threads
@@ -175,11 +188,16 @@ class Index:
         self._state_lock = threading.Lock()
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
+        #: wall seconds per stage of the last add or query (for benchmarks)
+        self.last_stages: dict[str, float] = {}
 
     @classmethod
-    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, **settings) -> "Index":
-        """Create an index in `directory` (made if missing; it must not hold an index)."""
+    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
+               l0_max: int | None = None, **settings) -> "Index":
+        """Create an index in `directory` (made if missing; it must not hold an index).
+        `segment_min` / `l0_max`: where adds put their postings (:class:`Tuning`), stored."""
         directory = os.fspath(directory)
+        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max)
         cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
         cfg.check()
         os.makedirs(directory, exist_ok=True)
@@ -198,7 +216,8 @@ class Index:
             probe = Signer(cfg.options()).batch([PROBE_TEXT])[0]
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
                     "neardup_version": neardup.__version__, "probe": probe.astype("<u4").tobytes().hex(),
-                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1"}
+                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
+                    "tuning": tuning.to_json()}
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             conn.execute("INSERT INTO text_files VALUES (1, 'texts-000001.dat', 0)")
@@ -212,7 +231,7 @@ class Index:
 
     @classmethod
     def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
-             **expected) -> "Index":
+             segment_min: int | None = None, l0_max: int | None = None, **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -220,7 +239,9 @@ class Index:
         ``sync="full"`` (default): every add is fsynced (text log, segment, SQLite WAL) before it
         returns: it survives a power cut. ``sync="normal"``: the text log and the WAL are not
         fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
-        and survives the process being killed, but the last adds may be lost on a power cut."""
+        and survives the process being killed, but the last adds may be lost on a power cut.
+
+        ``segment_min`` / ``l0_max`` override the stored :class:`Tuning` for this process."""
         directory = os.fspath(directory)
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
@@ -231,6 +252,13 @@ class Index:
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise IndexCorruptError(f"{db}: cannot read the index database ({exc})") from exc
+        if meta.get("format") == "1":
+            try:
+                migrate_1_to_2(directory, conn, cfg_bands=json.loads(meta["config"])["bands"])
+            except BaseException:
+                conn.close()
+                raise
+            meta["format"] = str(FORMAT)
         if meta.get("format") != str(FORMAT):
             conn.close()
             raise IndexConfigError(f"{directory}: index format {meta.get('format')!r}, this neardup reads {FORMAT}")
@@ -261,7 +289,14 @@ class Index:
                 f"{directory}: this build of neardup computes different signatures for the index's scheme "
                 f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
                 f"({meta.get('neardup_version')}); rebuild the index")
-        idx = cls(directory, cfg, threads, sync)
+        try:
+            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max)
+        except (ValueError, TypeError) as exc:
+            conn.close()
+            if isinstance(exc, InvalidParameterError):
+                raise
+            raise IndexCorruptError(f"{directory}: unreadable tuning settings ({exc})") from exc
+        idx = cls(directory, cfg, threads, sync, tuning)
         idx._local.conn = conn
         idx._all_conns.append(conn)
         try:
@@ -273,17 +308,20 @@ class Index:
 
     def _check_files(self, conn: sqlite3.Connection) -> None:
         """Cheap checks on open: every listed file is there with at least its recorded size."""
-        for name, size in conn.execute("SELECT file, bytes FROM segments"):
+        self._fresh_read(conn, lambda: self._check_files_once(conn))
+
+    def _check_files_once(self, conn: sqlite3.Connection) -> None:
+        for name, size in conn.execute("SELECT file, bytes FROM segments").fetchall():
             p = os.path.join(self.directory, name)
             if not os.path.exists(p):
-                raise IndexCorruptError(f"segment {name} is listed in the manifest but missing")
+                raise FileGoneError(f"segment {name} is listed in the manifest but missing", name)
             if os.path.getsize(p) != size:
                 raise IndexCorruptError(f"segment {name} is truncated or altered: {os.path.getsize(p)} bytes, "
                                         f"the manifest says {size}")
-        for name, committed in conn.execute("SELECT name, committed FROM text_files"):
+        for name, committed in conn.execute("SELECT name, committed FROM text_files").fetchall():
             p = os.path.join(self.directory, name)
             if not os.path.exists(p):
-                raise IndexCorruptError(f"text file {name} is missing")
+                raise FileGoneError(f"text file {name} is missing", name)
             if os.path.getsize(p) < committed:
                 raise IndexCorruptError(f"text file {name} is truncated: {os.path.getsize(p)} bytes, "
                                         f"{committed} committed")
@@ -323,6 +361,8 @@ class Index:
             if self.sync == "normal":
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._all_conns.append(conn)
+            for ddl in LATE_INDEXES:
+                conn.execute(ddl)
             self._recover(conn)
             self._wconn = conn
         return self._wconn
@@ -343,6 +383,26 @@ class Index:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:  # pragma: no cover
                     pass
+
+    def _fresh_read(self, conn: sqlite3.Connection, fn, attempts: int = 5):
+        """Run the read `fn`; if a file its snapshot listed has gone because a concurrent
+        ``compact`` replaced it (and the current manifest no longer lists it), run it again on
+        the newer manifest. A file still listed but missing is damage, reported as such.
+        (A compact removes the files it replaced right after its commit; a reader between
+        reading the manifest and opening a file is the only one that can miss them, and a
+        reader that already opened a file keeps reading it.)"""
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except FileGoneError as exc:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+                listed = conn.execute("SELECT 1 FROM segments WHERE file = ? UNION ALL "
+                                      "SELECT 1 FROM text_files WHERE name = ?", (exc.file, exc.file)).fetchone()
+                if listed is not None or attempt == attempts - 1:
+                    raise
+                with self._state_lock:
+                    self._state = None
 
     def _meta(self, conn, key: str) -> str:
         return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
@@ -395,6 +455,7 @@ class Index:
     def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list[str | None]) -> _Plan:
         cfg = self.config
         n = len(docs)
+        sw = Stages()
         st = self._state_for(conn)
         # ids: unique in the batch and new to the index
         keys = [c.key for c in docs]
@@ -414,6 +475,7 @@ class Index:
         if present:
             raise DuplicateIdError(f"{len(present)} id(s) already in the index: {_few(present)}", present)
 
+        sw.lap("plan: id checks")
         texts = [c.text for c in docs]
         ek, ntok = exact_keys(texts, self.threads) if n else (np.zeros(0, np.uint64), np.zeros(0, np.uint64))
         has_tok = ntok > 0
@@ -421,8 +483,10 @@ class Index:
         tok_idx = np.flatnonzero(has_tok)
         sig_row = np.full(n, -1, np.int64)
         sig_row[tok_idx] = np.arange(len(tok_idx))
+        sw.lap("plan: exact keys")
         sigs = self.signer.batch([texts[i] for i in tok_idx.tolist()]) if len(tok_idx) else np.zeros((0, cfg.num_perm), np.uint32)
         bk = neardup.lsh.band_keys(sigs, cfg.bands, cfg.rows, self.threads) if len(tok_idx) else np.zeros((0, cfg.bands), np.uint64)
+        sw.lap("plan: signatures, band keys")
         arrays = self._arrays(st)
 
         # exact pass: against the archive, then the earlier part of the batch
@@ -460,6 +524,7 @@ class Index:
         bp = lsh_pairs(sigs[rep_rows], cfg.bands, cfg.rows).astype(np.int64) if len(reps) > 1 else np.zeros((0, 2), np.int64)
         bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
 
+        sw.lap("plan: lookups, batch pairs")
         # archive documents involved (candidates and exact targets): metadata in this snapshot
         arch_docs = np.unique(np.concatenate([cd, arch_exact[arch_exact >= 0]]))
         meta = self._doc_meta(conn, arch_docs.tolist())
@@ -469,8 +534,10 @@ class Index:
             if int(arch_exact[i]) not in meta:  # removed since the postings were read
                 arch_exact[i] = -1
 
+        sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta)
+        sw.lap("plan: verification")
         ok_a = sims_a >= cfg.threshold
         ok_b = sims_b >= cfg.threshold
         ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
@@ -515,6 +582,7 @@ class Index:
                 comp_target[lab] = t
             cluster_of[i] = t
 
+        sw.lap("plan: union-find")
         # keepers and similarities to the keeper, per affected cluster
         next_doc = int(self._meta(conn, "next_doc"))
         doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
@@ -574,7 +642,9 @@ class Index:
                     new_sim[i], new_match[i] = 1.0, None
                 else:
                     sim_jobs.append(("b", i, "k", keeper_doc, c))
+        sw.lap("plan: keepers")
         self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match)
+        sw.lap("plan: similarities to keepers")
 
         # closest earlier document of each batch document
         closest: list[tuple[Any, float, str] | None] = [None] * n
@@ -609,8 +679,10 @@ class Index:
                 is_keeper=kdoc == int(doc_nums[i]), alternates=alts,
                 closest=cm[0] if cm else None, similarity=round(cm[1], 6) if cm else None,
                 match=cm[2] if cm else None))
+        sw.lap("plan: closest, verdicts")
+        self.last_stages = sw.times
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, new_clusters, merged,
-                     cluster_rows, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster)
+                     cluster_rows, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
 
     def _doc_meta(self, conn, doc_list: list[int]) -> dict[int, dict]:
         out: dict[int, dict] = {}
@@ -673,10 +745,19 @@ class Index:
         out = {}
         for d in doc_list:
             blob = rows[d]["signature"]
-            if blob is None or len(blob) != 4 * self.config.num_perm:
+            if blob is None or len(blob) != self._sig_dtype.itemsize * self.config.num_perm:
                 raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
-            out[d] = np.frombuffer(blob, dtype="<u4").astype(np.uint32)
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint32)
         return out
+
+    @property
+    def _sig_dtype(self) -> np.dtype:
+        return np.dtype("<u2") if self.config.signature_bits == 16 else np.dtype("<u4")
+
+    def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
+        """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
+        estimate against the archive or the batch is the same whichever add brought it."""
+        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 else sigs
 
     def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta) -> tuple[np.ndarray, np.ndarray]:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
@@ -695,7 +776,7 @@ class Index:
             sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
         else:
             asg = self._sigs_of(conn, arch_need, meta)
-            mat = np.concatenate([sigs[sig_row[batch_need]]] + ([np.stack([asg[d] for d in arch_need])] if arch_need else []))
+            mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in arch_need])] if arch_need else []))
             sims = estimate_pairs(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
         return sims[: len(pa)], sims[len(pa) :]
@@ -739,7 +820,7 @@ class Index:
             sims = verify_exact(HashSets(self.signer.hashes(texts)), pr, self.config.measure, self.threads)
         else:
             asg = self._sigs_of(conn, arch_ds)
-            mat = np.stack([sigs[sig_row[num_of[d]]] if d in num_of else asg[d] for d in ds])
+            mat = np.stack([self._as_stored(sigs[sig_row[num_of[d]]]) if d in num_of else asg[d] for d in ds])
             sims = estimate_pairs(mat, pr)
         for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
             self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
@@ -766,16 +847,26 @@ class Index:
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:
             conn = self._conn()
-            conn.execute("BEGIN")
-            try:
-                return self._plan(conn, docs, extras).verdicts
-            finally:
-                conn.execute("COMMIT")
+
+            def plan():
+                conn.execute("BEGIN")
+                try:
+                    return self._plan(conn, docs, extras).verdicts
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+
+            return self._fresh_read(conn, plan)
         with self._wlock:
             conn = self._writer()
             t0 = time.time()
-            plan = self._plan(conn, docs, extras)
-            self._commit(conn, plan, t0, note)
+            pending = self._append_texts(conn, docs)
+            try:
+                plan = self._plan(conn, docs, extras)
+                self._commit(conn, plan, t0, note, pending)
+            finally:
+                if pending is not None:
+                    pending.wait()
             for v in plan.verdicts:
                 v.inserted = True
             return plan.verdicts
@@ -798,36 +889,36 @@ class Index:
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
 
-    def _commit(self, conn, plan: _Plan, t0: float, note: str | None) -> None:
+    def _last_text_file(self, conn) -> tuple[int, str, int]:
+        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+
+    def _append_texts(self, conn, docs: list[Checked]) -> PendingTexts | None:
+        """Start writing the batch's texts past the log's committed length (garbage until the
+        commit records the new length), so that the write overlaps the plan."""
+        if not (self.config.store_text and docs):
+            return None
+        fid, name, committed = self._last_text_file(conn)
+        return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
+                            fsync=self.sync == "full")
+
+    def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
         n = len(plan.docs)
         now = time.time()
         # 1. texts: appended to the log and fsynced before the transaction that references them
         text_cols: list[tuple] = [(None, None, None, None)] * n
-        tf = conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+        tf = self._last_text_file(conn)
         new_committed = tf[2]
-        if cfg.store_text and n:
-            path = os.path.join(self.directory, tf[1])
-            with open(path, "r+b") as f:
-                f.seek(tf[2])
-                off = tf[2]
-                parts = []
-                text_cols = []
-                for c in plan.docs:
-                    b = c.text.encode("utf-8")
-                    parts.append(b)
-                    text_cols.append((tf[0], off, len(b), zlib.crc32(b)))
-                    off += len(b)
-                f.write(b"".join(parts))
-                f.truncate(off)
-                f.flush()
-                if self.sync == "full":
-                    os.fsync(f.fileno())
-                new_committed = off
+        if pending is None:  # not started before the plan (see add_checked): now
+            pending = self._append_texts(conn, plan.docs)
+        if pending is not None:
+            text_cols, new_committed = pending.result()
+        sw = plan.stages
+        sw.lap("commit: text log")
         # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
         tok = np.flatnonzero(plan.has_tok)
         st = self._state_for(conn)
-        to_segment = n >= SEGMENT_MIN or (len(st.l0.docs) + len(tok) > L0_MAX)
+        to_segment = n >= self.tuning.segment_min or (len(st.l0.docs) + len(tok) > self.tuning.l0_max)
         seg = None
         if to_segment and len(tok):
             mine = Postings.build(plan.doc_nums[tok], plan.exact_keys[tok], plan.band_keys, cfg.bands)
@@ -835,6 +926,7 @@ class Index:
             name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
             size, crc = write_segment(os.path.join(self.directory, name), p)
             seg = (name, p.docs, size, crc)
+        sw.lap("commit: segment file")
         # 3. one transaction
         batch = int(self._meta(conn, "next_batch"))
         conn.execute("BEGIN IMMEDIATE")
@@ -842,13 +934,16 @@ class Index:
             rows = []
             for i, c in enumerate(plan.docs):
                 cm = plan.closest[i]
-                sig = plan.sigs[plan.sig_row[i]].astype("<u4").tobytes() if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None
+                sig = (self._as_stored(plan.sigs[plan.sig_row[i]]).astype(self._sig_dtype).tobytes()
+                       if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None)
                 t = None if math.isnan(c.time) else c.time
                 rows.append((int(plan.doc_nums[i]), c.key, 1 if isinstance(c.id, int) else 0, t, c.source, now, batch,
                              u2i(int(plan.exact_keys[i])), int(plan.cluster_of[i]), float(plan.new_sim[i]),
                              plan.new_match[i], None if cm is None else str(cm[0]), None if cm is None else cm[1],
                              plan.extras[i][1], *text_cols[i], plan.extras[i][0], sig))
+            sw.lap("commit: document rows built")
             conn.executemany("INSERT INTO documents VALUES (" + ",".join("?" * 20) + ")", rows)
+            sw.lap("commit: documents inserted")
             conn.executemany("INSERT INTO clusters VALUES (?, ?, ?, ?, ?, NULL)",
                              [(c, plan.cluster_rows[c][0], plan.cluster_rows[c][1], now, now) for c in plan.new_clusters])
             newset = set(plan.new_clusters)
@@ -862,26 +957,31 @@ class Index:
             conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", plan.member_updates)
             conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
             if seg is not None:
-                conn.execute("DELETE FROM postings")
+                conn.execute("DELETE FROM level0")
                 conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                              (seg[0], seg[1], seg[2], seg[3], now))
                 # tombstones of documents that no segment lists any more could go; compaction does it
             prow = []
             if seg is None and len(tok):
+                l0rows = []
                 for k, i in enumerate(tok.tolist()):
                     d = int(plan.doc_nums[i])
                     prow.append((-1, u2i(int(plan.exact_keys[i])), d))
                     for j, key in enumerate(plan.band_keys[k].tolist()):
                         prow.append((j, u2i(key), d))
-                conn.executemany("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", prow)
+                    l0rows.append((d, u2i(int(plan.exact_keys[i])), plan.band_keys[k].astype("<u8").tobytes()))
+                conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)", l0rows)
             conn.execute("UPDATE text_files SET committed = ? WHERE file = ?", (new_committed, tf[0]))
             dup = sum(1 for v in plan.verdicts if v.status == "duplicate")
             conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
                          (batch, t0, time.time(), n, n - dup, dup, note))
             gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
                              next_cluster=plan.next_cluster, next_batch=batch + 1)
+            sw.lap("commit: other rows")
             conn.execute("COMMIT")
+            sw.lap("commit: COMMIT")
             self._advance_state(st, gen, seg, prow)
+            self.last_stages = sw.times
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -1017,7 +1117,7 @@ class Index:
                 conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
                 conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
                 conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
-                conn.execute(f"DELETE FROM postings WHERE doc IN ({ph})", chunk)
+                conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
             conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
             conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
             conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
@@ -1086,7 +1186,7 @@ class Index:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.execute("DELETE FROM segments")
-                conn.execute("DELETE FROM postings")
+                conn.execute("DELETE FROM level0")
                 conn.execute("DELETE FROM tombstones")
                 conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                              (name, p.docs, size, crc, time.time()))
@@ -1100,7 +1200,7 @@ class Index:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-            self._texts.close()
+            self._texts.retire(old_texts if new_text is not None else [])
             for f in old_segs + (old_texts if new_text is not None else []):
                 try:
                     os.unlink(os.path.join(self.directory, f))
@@ -1111,8 +1211,15 @@ class Index:
 
     # ------------------------------------------------------------------ reads
     def disk_bytes(self) -> int:
-        return sum(os.path.getsize(os.path.join(self.directory, f)) for f in os.listdir(self.directory)
-                   if os.path.isfile(os.path.join(self.directory, f)))
+        total = 0
+        for f in os.listdir(self.directory):
+            try:  # a concurrent compact may remove a file between the listing and the stat
+                st = os.stat(os.path.join(self.directory, f))
+            except FileNotFoundError:
+                continue
+            if not os.path.isdir(os.path.join(self.directory, f)):
+                total += st.st_size
+        return total
 
     def stats(self) -> dict:
         conn = self._conn()
@@ -1122,7 +1229,7 @@ class Index:
             cl = conn.execute("SELECT COUNT(*), COALESCE(SUM(size >= 2), 0), COALESCE(SUM(CASE WHEN size >= 2 THEN size - 1 ELSE 0 END), 0) "
                               "FROM clusters WHERE size > 0").fetchone()
             segs = conn.execute("SELECT COUNT(*), COALESCE(SUM(docs), 0), COALESCE(SUM(bytes), 0) FROM segments").fetchone()
-            l0 = conn.execute("SELECT COUNT(DISTINCT doc) FROM postings").fetchone()[0]
+            l0 = conn.execute("SELECT COUNT(*) FROM level0").fetchone()[0]
             tomb = conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0]
             text_bytes = conn.execute("SELECT COALESCE(SUM(text_length), 0) FROM documents").fetchone()[0]
             batches = conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
@@ -1141,6 +1248,9 @@ class Index:
 
     def get_document(self, id: Any, *, text: bool = True) -> dict:
         conn = self._conn()
+        return self._fresh_read(conn, lambda: self._get_document(conn, id, text))
+
+    def _get_document(self, conn, id: Any, text: bool) -> dict:
         r = conn.execute("SELECT doc, id, id_int, published_at, source, added_at, cluster, similarity, match, closest, "
                          "closest_similarity, title_len, extra FROM documents WHERE id = ?", (str(id),)).fetchone()
         if r is None:
@@ -1161,6 +1271,9 @@ class Index:
 
     def get_cluster(self, cluster: int, *, texts: bool = False) -> dict:
         conn = self._conn()
+        return self._fresh_read(conn, lambda: self._get_cluster(conn, cluster, texts))
+
+    def _get_cluster(self, conn, cluster: int, texts: bool) -> dict:
         conn.execute("BEGIN")
         try:
             r = conn.execute("SELECT cluster, keeper, size, created_at, updated_at, merged_into FROM clusters "
@@ -1173,7 +1286,8 @@ class Index:
                                 "WHERE cluster = ? ORDER BY doc", (r[0],)).fetchall()
             tx = self._texts_of(conn, [x[0] for x in rows]) if texts and self.config.store_text else {}
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         members = []
         keeper = None
         for d, i, ii, t, s, sim, m, extra in rows:
@@ -1226,15 +1340,23 @@ class Index:
         res = conn.execute("PRAGMA integrity_check").fetchall()
         if res != [("ok",)]:
             raise IndexCorruptError(f"SQLite integrity check failed: {res[:5]}")
-        st = self._state_for(conn)
-        for n_, s, c in st.segments:
-            self._segcache.get(n_, s, c)
-        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
-        k = 0
-        for _, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, id "
-                                                    "FROM documents WHERE text_file IS NOT NULL"):
-            self._texts.read(names[f], o, ln, crc, repr(ident))
-            k += 1
+        return self._fresh_read(conn, lambda: self._check_files_and_texts(conn))
+
+    def _check_files_and_texts(self, conn) -> dict:
+        conn.execute("BEGIN")  # one snapshot for the manifest and the documents
+        try:
+            st = self._state_for(conn)
+            for n_, s, c in st.segments:
+                self._segcache.get(n_, s, c)
+            names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+            k = 0
+            for _, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, "
+                                                        "id FROM documents WHERE text_file IS NOT NULL"):
+                self._texts.read(names[f], o, ln, crc, repr(ident))
+                k += 1
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
         return {"sqlite": "ok", "segments": len(st.segments), "texts": k}
 
 

@@ -37,6 +37,16 @@ class IndexCorruptError(IndexError_, RuntimeError):
     """A file of the index is missing, truncated or fails its checksum. Never silently used."""
 
 
+class FileGoneError(IndexCorruptError):
+    """A file the reader's snapshot of the manifest lists is not there. Either a concurrent
+    ``compact`` removed it after the snapshot was taken (the reader retries on the newer
+    manifest) or the index is damaged (still listed: reported as such)."""
+
+    def __init__(self, message: str, file: str) -> None:
+        super().__init__(message)
+        self.file = file
+
+
 class IndexConfigError(IndexError_, InvalidParameterError):
     """The index was built with other settings (method, k, num_perm, seed, scheme, bands, ...)
     than those asked for, or by a build of neardup whose signatures differ."""

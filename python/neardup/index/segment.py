@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup.index.errors import IndexCorruptError
+from neardup.index.errors import FileGoneError, IndexCorruptError
 
 __all__ = ["Postings", "write_segment", "read_segment", "MAGIC", "END"]
 
@@ -158,7 +158,7 @@ def read_segment(path: str, size: int | None = None, crc: int | None = None) -> 
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise IndexCorruptError(f"segment {name} is listed in the manifest but missing") from None
+        raise FileGoneError(f"segment {name} is listed in the manifest but missing", name) from None
     if size is not None and len(data) != size:
         raise IndexCorruptError(f"segment {name} is truncated or altered: {len(data)} bytes, the manifest says {size}")
     if len(data) < 28 or data[:8] != MAGIC or data[-8:] != END:

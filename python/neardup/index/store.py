@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neardup.index.errors import IndexCorruptError, IndexLockedError
+from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
-FORMAT = 1
+#: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
+FORMAT = 2
 DB_NAME = "index.sqlite"
 
 SCHEMA = """
@@ -62,17 +63,17 @@ CREATE TABLE clusters (
     merged_into INTEGER               -- set when merged into another cluster
 );
 CREATE INDEX clusters_recent ON clusters(updated_at) WHERE size >= 2;
+CREATE INDEX clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL;
 CREATE TABLE pairs (                  -- verified near pairs (a < b, document numbers)
     a INTEGER NOT NULL, b INTEGER NOT NULL, similarity REAL NOT NULL,
     PRIMARY KEY (a, b)
 ) WITHOUT ROWID;
 CREATE INDEX pairs_b ON pairs(b);
-CREATE TABLE postings (               -- level 0: postings of recent small adds, not yet in a segment
-    band INTEGER NOT NULL,            -- -1: exact key; 0..b-1: LSH band
-    key INTEGER NOT NULL,             -- uint64 stored as its signed 64-bit twin
-    doc INTEGER NOT NULL,
-    PRIMARY KEY (band, key, doc)
-) WITHOUT ROWID;
+CREATE TABLE level0 (                 -- level 0: postings of recent small adds, not yet in a segment
+    doc INTEGER PRIMARY KEY,          -- one row per document, appended in order (an add dirties one
+    exact_key INTEGER NOT NULL,       -- page, not one random B-tree page per band); uint64 as signed
+    bands BLOB NOT NULL               -- its band keys, uint64 little-endian, band 0 first
+);
 CREATE TABLE segments (               -- the manifest of segment files
     seg INTEGER PRIMARY KEY, file TEXT NOT NULL UNIQUE, docs INTEGER NOT NULL,
     bytes INTEGER NOT NULL, crc INTEGER NOT NULL, created_at REAL NOT NULL
@@ -84,6 +85,13 @@ CREATE TABLE batches (
     documents INTEGER NOT NULL, new INTEGER NOT NULL, duplicates INTEGER NOT NULL, note TEXT
 );
 """
+
+
+#: indexes added to the schema after indexes of the same format were made: created (if missing)
+#: when a writer opens the index. clusters_merged: a merge re-points the clusters merged into
+#: the absorbed one; without it that UPDATE scanned every cluster row, once per merge (8 s of
+#: a 200,000-article day's commit on a 1M index).
+LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",)
 
 
 def u2i(x: int) -> int:
@@ -186,18 +194,31 @@ class L0:
     SQLite when another process has written."""
 
     def __init__(self) -> None:
-        self.map: dict[tuple[int, int], list[int]] = {}
+        # a key held by one document maps to that int, only a shared key to a list: ints and
+        # (int, int) tuples are not tracked by the cyclic GC, so 50,000 documents x 14 keys do
+        # not become 700,000 lists that every full collection walks (a pause in the service)
+        self.map: dict[tuple[int, int], int | list[int]] = {}
         self.docs: set[int] = set()
 
     @staticmethod
     def load(conn: sqlite3.Connection) -> "L0":
         l0 = L0()
-        for band, key, doc in conn.execute("SELECT band, key, doc FROM postings"):
-            l0.put(band, key & 0xFFFFFFFFFFFFFFFF, doc)
+        for doc, exact, bands in conn.execute("SELECT doc, exact_key, bands FROM level0"):
+            l0.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
+            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
+                l0.put(j, key, doc)
         return l0
 
     def put(self, band: int, key: int, doc: int) -> None:
-        self.map.setdefault((band, key), []).append(doc)
+        k = (band, key)
+        cur = self.map.get(k)
+        if cur is None:
+            self.map[k] = doc
+        elif isinstance(cur, int):
+            if cur != doc:
+                self.map[k] = [cur, doc]
+        elif doc not in cur:
+            cur.append(doc)
         self.docs.add(doc)
 
     def lookup(self, band: int, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -207,7 +228,12 @@ class L0:
         qi, ds = [], []
         for i, k in enumerate(q.tolist()):
             hit = get((band, k))
-            if hit:
+            if hit is None:
+                continue
+            if isinstance(hit, int):
+                qi.append(i)
+                ds.append(hit)
+            else:
                 qi.extend([i] * len(hit))
                 ds.extend(hit)
         qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
@@ -220,8 +246,12 @@ class L0:
         ks: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
         ds: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
         for (b, k), docs in self.map.items():  # one pass over the map
-            ks[b].extend([k] * len(docs))
-            ds[b].extend(docs)
+            if isinstance(docs, int):
+                ks[b].append(k)
+                ds[b].append(docs)
+            else:
+                ks[b].extend([k] * len(docs))
+                ds[b].extend(docs)
 
         def part(j: int):
             return np.array(ks[j], np.uint64), np.array(ds[j], np.uint32)
@@ -235,6 +265,8 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
     qi_parts, d_parts = [], []
     if len(q) == 0 or not any(len(k) for k, _ in arrays):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if len(q) <= SMALL_QUERY:
+        return _lookup_few(arrays, q, tomb)
     # sorted needles: numpy's binary search then walks forward from the last hit (cache friendly)
     order = np.argsort(q, kind="stable")
     qs = q[order]
@@ -264,12 +296,39 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
     return qi, d
 
 
+#: queries of at most this many keys (the service's single articles) take the scalar path: one
+#: binary search per array and a Python check of the (usually missing) hit costs a few
+#: microseconds, where the vectorised path's dozen numpy calls cost ~25 (x bands x segments)
+SMALL_QUERY = 4
+
+
+def _lookup_few(arrays, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    qi: list[int] = []
+    ds: list[int] = []
+    ql = q.tolist()
+    for keys, docs in arrays:
+        n = len(keys)
+        if n == 0:
+            continue
+        for i, lo in enumerate(keys.searchsorted(q).tolist()):
+            if lo < n and int(keys[lo]) == ql[i]:
+                hi = int(keys.searchsorted(q[i : i + 1], "right")[0])
+                qi.extend([i] * (hi - lo))
+                ds.extend(docs[lo:hi].tolist())
+    qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
+    if len(tomb) and len(d_a):
+        m = ~np.isin(d_a, tomb)
+        qi_a, d_a = qi_a[m], d_a[m]
+    return qi_a, d_a
+
+
 class TextLog:
     """Append-only text files; every read checks the CRC-32 recorded in SQLite."""
 
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.fds: dict[str, int] = {}
+        self.retired: list[int] = []
         self.lock = threading.Lock()
 
     def _fd(self, name: str) -> int:
@@ -281,7 +340,7 @@ class TextLog:
                     try:
                         fd = os.open(os.path.join(self.directory, name), os.O_RDONLY)
                     except FileNotFoundError:
-                        raise IndexCorruptError(f"text file {name} is missing") from None
+                        raise FileGoneError(f"text file {name} is missing", name) from None
                     self.fds[name] = fd
         return fd
 
@@ -293,8 +352,19 @@ class TextLog:
             raise IndexCorruptError(f"text of {what} fails its checksum in {name}")
         return data.decode("utf-8")
 
+    def retire(self, names: list[str]) -> None:
+        """Files a compact has replaced: forget them, but keep their descriptors open until
+        close(), so that another thread still reading an old snapshot never preads a closed
+        (or reused) descriptor."""
+        with self.lock:
+            for n in names:
+                fd = self.fds.pop(n, None)
+                if fd is not None:
+                    self.retired.append(fd)
+
     def close(self) -> None:
         with self.lock:
-            for fd in self.fds.values():
+            for fd in list(self.fds.values()) + self.retired:
                 os.close(fd)
             self.fds.clear()
+            self.retired.clear()

@@ -1,0 +1,42 @@
+"""Where an add's postings go: explicit settings, not environment variables.
+
+They change speed and file layout, never results (a query sees level 0 and every segment alike),
+so unlike :class:`~neardup.index.core.IndexConfig` they are not checked on open: they are stored
+in the index when it is created (``meta.tuning``) and a process may override them for itself
+(``Index.open(DIR, segment_min=..., l0_max=...)``), as the tests do to exercise both paths.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+
+from neardup.errors import InvalidParameterError
+
+
+@dataclass(frozen=True)
+class Tuning:
+    #: an add of at least this many documents writes its postings to a new segment file
+    segment_min: int = 20_000
+    #: smaller adds go to level 0 (SQLite) until it would hold more than this many documents;
+    #: then level 0 is folded into the next segment in the same transaction
+    l0_max: int = 50_000
+
+    def check(self) -> "Tuning":
+        for k, v in asdict(self).items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InvalidParameterError(f"{k} must be a positive integer, got {v!r}")
+        return self
+
+    def with_overrides(self, **kw) -> "Tuning":
+        return replace(self, **{k: v for k, v in kw.items() if v is not None}).check()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @staticmethod
+    def from_json(s: str | None) -> "Tuning":
+        """The stored settings; an index made before they were stored gets the defaults."""
+        if not s:
+            return Tuning()
+        d = json.loads(s)
+        return Tuning(**{k: int(v) for k, v in d.items() if k in Tuning.__dataclass_fields__})

@@ -1,0 +1,51 @@
+"""An index of format 1 (level 0 as one row per posting) is upgraded in place on open."""
+import sqlite3
+
+import numpy as np
+
+from neardup.index import Index
+
+
+def _to_format_1(db):
+    con = sqlite3.connect(db, isolation_level=None)
+    con.execute("BEGIN")
+    con.execute("CREATE TABLE postings (band INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL, "
+                "PRIMARY KEY (band, key, doc)) WITHOUT ROWID")
+    for doc, ek, bands in con.execute("SELECT doc, exact_key, bands FROM level0").fetchall():
+        con.execute("INSERT INTO postings VALUES (-1, ?, ?)", (ek, doc))
+        for j, k in enumerate(np.frombuffer(bands, "<u8").tolist()):
+            con.execute("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", (j, k - (1 << 64) if k >= 1 << 63 else k, doc))
+    con.execute("DROP TABLE level0")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
+    con.execute("COMMIT")
+    con.close()
+
+
+def test_format_1_index_is_upgraded_on_open(tmp_path, corpus):
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:200])  # level 0 (under segment_min)
+        before = [v.as_dict() for v in ix.query([c["text"] for c in corpus[200:260]])]
+        level0 = ix._conn().execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall()
+    _to_format_1(d / "index.sqlite")
+    with Index.open(d) as ix:
+        con = ix._conn()
+        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "2"
+        assert con.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall() == level0
+        assert [v.as_dict() for v in ix.query([c["text"] for c in corpus[200:260]])] == before
+        ix.add(corpus[200:300])
+        ix.check()
+
+
+def test_merge_update_uses_the_merged_into_index_and_writers_add_it(tmp_path, corpus):
+    d = tmp_path / "ix"
+    Index.create(d).close()
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    plan = con.execute("EXPLAIN QUERY PLAN UPDATE clusters SET merged_into = 1 WHERE merged_into = 2").fetchall()
+    assert "clusters_merged" in str(plan)  # not a scan of every cluster, once per merge
+    con.execute("DROP INDEX clusters_merged")  # as in an index made before the index existed
+    con.close()
+    with Index.open(d) as ix:
+        ix.add(corpus[:20])  # a writer adds it
+        names = [r[0] for r in ix._conn().execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+        assert "clusters_merged" in names
