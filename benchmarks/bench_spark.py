@@ -114,7 +114,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="/tmp/bench_spark")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="shuffle partitions (default: the engine's, from the input's read splits)")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--skip-local", action="store_true")
     a = ap.parse_args()
@@ -144,7 +145,7 @@ def main() -> int:
     events = os.path.join(a.out, "spark-events")
     os.makedirs(events, exist_ok=True)
     t = time.perf_counter()
-    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.partitions, conf={
+    spark = session(a.master, app_name="neardup-bench", conf={
         "spark.driver.memory": a.driver_memory,
         "spark.eventLog.enabled": "true",
         "spark.eventLog.compress": "false",
@@ -162,6 +163,7 @@ def main() -> int:
     res["load_after_spark"] = os.getloadavg()
     res["spark_stages"] = sp.report["stages"]
     res["spark_band_rows"] = sp.report["spark"]["band_rows"]
+    res["spark_partitions"] = sp.report["spark"]["partitions"]
     res["spark_components_rounds"] = sp.report["spark"]["components_rounds"]
     print(f"spark {a.master}: {res['spark_seconds']} s (+ {res['spark_session_seconds']} s session start)", flush=True)
     spark.stop()

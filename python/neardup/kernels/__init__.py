@@ -16,7 +16,7 @@ The kernels, in pipeline order:
 =====================  ===========================================  =========================================
 kernel                 input columns                                output columns
 =====================  ===========================================  =========================================
-check_jsonl            src, recno, value (one JSONL line)           CHECKED (+ value)
+check_jsonl            src, recno, value (one JSONL line)           CHECKED          
 check_rows             src, recno, <record columns>                 CHECKED
 exact_keys             pos, text                                    pos, xkey, ntok
 doc_keys               CHECKED                                      CHECKED - text + xkey, ntok, bkeys
@@ -151,25 +151,22 @@ def _check_one(rec, fields: Fields, limits: Limits, name: str, src: int, recno: 
     return (pos, c.key, isinstance(c.id, int), c.text, c.time, c.source, c.time_error, None)
 
 
-def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str],
-                keep_value: bool = False) -> pa.Table:
+def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
     """Parse and check JSONL lines exactly as the local engine does (``parse_json_line`` then
-    ``check_record``). Blank lines are not records and are dropped. With ``keep_value`` the raw
-    line is carried on (for writing the kept records untouched)."""
+    ``check_record``). ``value``: the lines as strings, or as bytes (then invalid UTF-8 is
+    reported as the local engine reports it). Blank lines are not records and are dropped."""
     src = table.column("src").to_numpy()
     recno = table.column("recno").to_numpy()
-    values = table.column("value").to_pylist()
+    col = table.column("value")
+    binary = pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
     rows = []
-    keep = []
-    for s, r, line in zip(src.tolist(), recno.tolist(), values):
+    for s, r, line in zip(src.tolist(), recno.tolist(), col.to_pylist()):
         if line is None or not line.strip():
             continue
         name = names[s]
-        rec = parse_json_line(name, r, line.encode("utf-8"))
+        rec = parse_json_line(name, r, line if binary else line.encode("utf-8"))
         rows.append(_check_one(rec, fields, limits, name, s, r))
-        keep.append(line)
-    extra = {"value": pa.array(keep, type=pa.large_string())} if keep_value else None
-    return _checked_table(rows, extra)
+    return _checked_table(rows)
 
 
 def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
@@ -550,6 +547,8 @@ def kept_jsonl_line(line: str, alternates: list) -> str:
     with ``,"alternates":[...]`` spliced in before the closing brace (the record untouched)."""
     from neardup.io.writers import dumps
 
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")  # a kept record parsed, so it is valid UTF-8
     s = line.rstrip()
     if s.endswith("}") and _ALT not in s:
         return s[:-1] + ',"alternates":' + dumps(alternates) + "}"

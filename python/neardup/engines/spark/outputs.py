@@ -34,9 +34,9 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
         kept = kept.withColumn("alternates", F.coalesce("alternates", F.array().cast("array<string>")))
         if s.format == "jsonl":
             # a file's splits in file order, each filtered in place: the lines stay in order
-            jsonl_parts.append(_map(kept.select("value", "alternates"), _kept_lines_kernel, "value STRING"))
+            jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
-            row_parts.append(kept.orderBy("pos").drop("src", "recno", "pos"))
+            row_parts.append(kept.orderBy("pos").drop("src", "recno", "pos", "alt_int"))
     name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
     path = os.path.join(outdir, name)
     if opts.output_format == "jsonl":
@@ -58,5 +58,7 @@ def _kept_lines_kernel(t: pa.Table) -> pa.Table:
     """Kept JSONL lines with their alternates; blank lines (not records) are dropped."""
     vals = t.column("value").to_pylist()
     alts = t.column("alternates").to_pylist()
-    out = [K.kept_jsonl_line(v, a or []) for v, a in zip(vals, alts) if v is not None and v.strip()]
+    ints = t.column("alt_int").to_pylist()
+    out = [K.kept_jsonl_line(v, [int(x) if i else x for x, i in zip(a, n)] if n else [])
+           for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()]
     return pa.table({"value": pa.array(out, pa.string())})

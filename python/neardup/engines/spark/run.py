@@ -219,6 +219,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
               checkpoint_dir: str | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
               collect: bool = False) -> SparkDedupResult:
     from pyspark import StorageLevel
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     opts.check()
@@ -240,12 +241,17 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         cached.append(df)
         return df
 
+    sources: list = []
+    saved_conf = None
     try:
         # ---- 1. read, check, keys: one pass over the texts, which are not kept ------------
         with log.stage("read") as st:
             sources = read_sources(spark, inputs)
             names = [s.path for s in sources]
             N = _partitions(spark, partitions, sources)
+            # every shuffle of the run (joins, groupBy, distinct too) at N partitions, not 200
+            saved_conf = spark.conf.get("spark.sql.shuffle.partitions")
+            spark.conf.set("spark.sql.shuffle.partitions", str(N))
             parts = []
             for s in sources:
                 check = s.checker(fields, limits, names)
@@ -331,8 +337,10 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                    "keeper_id STRING, rep BIGINT, keeper_rep BIGINT, exact BOOLEAN")
             prefer = tuple(opts.prefer_source)
             mem_rows = persist(_map(kin, lambda t: K.keeper_rows(t, prefer), ddl, whole_partition=True))
-            cluster_ids = (labels.select("label").distinct().rdd.map(lambda x: x[0]).sortBy(lambda x: x)
-                           .zipWithIndex().toDF(["label", "cluster"]))
+            # clusters numbered by label order (one row per cluster; a DataFrame window, not
+            # an RDD round trip through Python)
+            cluster_ids = (labels.select("label").distinct()
+                           .withColumn("cluster", F.row_number().over(Window.orderBy("label")) - 1))
             # similarity of each non-exact member to its keeper (on the representatives' texts,
             # which are bucket members: a cluster of two exact groups is joined by near edges)
             need = mem_rows.filter((F.col("rank") > 0) & ~F.col("exact")).select("pos", "rep", "keeper_rep")
@@ -371,9 +379,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                     .join(idmap.withColumnRenamed("p", "pb").withColumnRenamed("pid", "b"), "pb")
                     .orderBy("kind", "pa", "pb").select("a", "b", "similarity", "match"))
         n_pairs = n_exact + n_near
-        alts = (full.filter(F.col("rank") > 0).groupBy(F.col("keeper_pos").alias("pos"))
-                .agg(F.sort_array(F.collect_list(F.struct("rank", "id"))).alias("alts"))
-                .select("pos", F.transform("alts", lambda x: x["id"]).alias("alternates")))
+        # alternates of each keeper, in rule order; ``alt_int``: which ids were integers in the
+        # input (the local engine writes them back as numbers)
+        removed_rows = F.broadcast(full.filter(F.col("rank") > 0).select("pos", "keeper_pos", "rank", "id"))
+        alts = (docs.select("pos", "id_int").join(removed_rows, "pos").groupBy(F.col("keeper_pos").alias("pos"))
+                .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "id_int"))).alias("alts"))
+                .select("pos", F.transform("alts", lambda x: x["id"]).alias("alternates"),
+                        F.transform("alts", lambda x: x["id_int"]).alias("alt_int")))
         # every record that is not kept: bad records, duplicate ids, copies removed
         dropped = (checked.filter(F.col("error").isNotNull()).select("pos")
                    .unionByName(dups.select("pos")).unionByName(full.filter(F.col("rank") > 0).select("pos")))
@@ -446,6 +458,9 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 f.write("\n")
         return result
     finally:
+        if saved_conf is not None:
+            spark.conf.set("spark.sql.shuffle.partitions", saved_conf)
+        cached += [s.cached for s in sources if s.cached is not None]
         for df in cached:
             try:
                 df.unpersist()

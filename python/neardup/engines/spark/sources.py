@@ -31,6 +31,7 @@ class Source:
     format: str           # "jsonl", "parquet" or "dataframe"
     raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, <record columns>
     cols: list[str] | None = None  # the record columns (Parquet, DataFrame)
+    cached: Any = None             # a DataFrame this source cached (unpersist after the run)
 
     def checker(self, fields: Fields, limits: Limits, names: list[str]) -> Callable[[pa.Table], pa.Table]:
         """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
@@ -64,7 +65,10 @@ def read_sources(spark, inputs) -> list[Source]:
         if os.path.isdir(path):
             raise InputFileError(f"{path}: is a directory, not a file")
         fmt = format_of(path)
-        if fmt == "jsonl":
+        if fmt == "jsonl" and path.lower().endswith((".zst", ".zstd")):
+            lines = _read_zst_jsonl(spark, path, i)
+            out.append(Source(i, path, "jsonl", _with_pos(lines), cached=lines))
+        elif fmt == "jsonl":
             out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, path, i))))
         elif fmt == "parquet":
             df = spark.read.parquet(path)
@@ -72,7 +76,7 @@ def read_sources(spark, inputs) -> list[Source]:
             raw = df.select(F.lit(i).alias("src"), (F.col("_metadata.row_index") + 1).alias("recno"), *cols)
             out.append(Source(i, path, "parquet", _with_pos(raw), cols))
         else:
-            raise InputFileError(f"{path}: the Spark engine reads JSONL (.jsonl, .jsonl.gz) and Parquet, not {fmt}")
+            raise InputFileError(f"{path}: the Spark engine reads JSONL (.jsonl, .jsonl.gz, .jsonl.zst) and Parquet, not {fmt}")
     return out
 
 
@@ -88,8 +92,6 @@ def _read_jsonl(spark, path: str, src: int):
     read in file order, and reading the file again gives the same splits and numbers."""
     from pyspark.sql import functions as F
 
-    if path.lower().endswith((".zst", ".zstd")):
-        raise InputFileError(f"{path}: the Spark engine reads plain and .gz JSONL (decompress .zst first)")
     df = spark.read.text(path).select(
         F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), "value")
     counts = dict(df.groupBy("_pid").count().collect())
@@ -100,6 +102,33 @@ def _read_jsonl(spark, path: str, src: int):
     off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
     recno = off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1
     return df.select(F.lit(src).alias("src"), recno.cast("bigint").alias("recno"), "value")
+
+
+def _read_zst_jsonl(spark, path: str, src: int):
+    """(src, recno, value as bytes) of a .jsonl.zst file. Hadoop has no zstd codec without
+    its native library, so one Python task decompresses the file with the local engine's
+    reader (the same line splitting and numbering, the raw bytes: invalid UTF-8 is reported
+    as the local engine reports it); the lines are cached, not decompressed at every read.
+    Like a .gz file, a .zst file is one task: neither format can be split."""
+    from pyspark import StorageLevel
+
+    from neardup.io.readers import JsonlSource
+
+    if "://" in path and not path.startswith("file://"):
+        raise InputFileError(f"{path}: the Spark engine reads .jsonl.zst from the local file system only")
+    local = path[len("file://"):] if path.startswith("file://") else os.path.abspath(path)
+
+    def lines(batches):
+        for _ in batches:
+            for start, block in JsonlSource(local).blocks():
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([src] * len(block), pa.int32()), pa.array(range(start, start + len(block)), pa.int64()),
+                     pa.array(block, pa.binary())], names=["src", "recno", "value"])
+
+    df = spark.range(0, 1, 1, 1).mapInArrow(lines, "src INT, recno BIGINT, value BINARY")
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    df.count()
+    return df
 
 
 def _is_df(obj) -> bool:
