@@ -116,6 +116,9 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--partitions", type=int, default=None,
                     help="shuffle partitions (default: the engine's, from the input's read splits)")
+    ap.add_argument("--session-shuffle-partitions", type=int, default=None,
+                    help="set spark.sql.shuffle.partitions on the session (how the benchmark ran "
+                         "before the engine set it per run; for measuring older versions)")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--skip-local", action="store_true")
     a = ap.parse_args()
@@ -145,7 +148,7 @@ def main() -> int:
     events = os.path.join(a.out, "spark-events")
     os.makedirs(events, exist_ok=True)
     t = time.perf_counter()
-    spark = session(a.master, app_name="neardup-bench", conf={
+    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.session_shuffle_partitions, conf={
         "spark.driver.memory": a.driver_memory,
         "spark.eventLog.enabled": "true",
         "spark.eventLog.compress": "false",

@@ -138,6 +138,9 @@ def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
     lines.insert(11, b"")
     twin = " ".join(f"w{i}" for i in range(40))  # integer ids: alternates written as numbers
     lines += [json.dumps({"id": 900001, "text": twin}).encode(), json.dumps({"id": 900002, "text": twin}).encode()]
+    # kept lines the JVM does not splice: trailing whitespace, an "alternates" key already there
+    lines += [b'{"id": "ws", "text": "trailing blanks after the record"}  \t',
+              b'{"id": "has-alt", "text": "a record with its own alternates key", "alternates": [1]}']
     path = tmp_path / "in.jsonl.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(b"\n".join(lines) + b"\n"))
     local = neardup.dedup(str(path), tmp_path / "local", on_error="skip")
