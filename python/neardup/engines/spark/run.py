@@ -343,11 +343,16 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                            .withColumn("cluster", F.row_number().over(Window.orderBy("label")) - 1))
             # similarity of each non-exact member to its keeper (on the representatives' texts,
             # which are bucket members: a cluster of two exact groups is joined by near edges)
-            need = mem_rows.filter((F.col("rank") > 0) & ~F.col("exact")).select("pos", "rep", "keeper_rep")
-            ta = payload.select(F.col("pos").alias("rep"), F.col(col).alias(col + "_a"))
-            tb = payload.select(F.col("pos").alias("keeper_rep"), F.col(col).alias(col + "_b"))
-            ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE, similarity6 DOUBLE"
-            sims = _map(need.join(ta, "rep").join(tb, "keeper_rep"), lambda t: K.pair_similarity(t, params), ddl_s)
+            need = mem_rows.filter((F.col("rank") > 0) & ~F.col("exact"))
+            # both texts of each pair in one shuffle: the (small) pair ends are broadcast
+            # against the payload, which is streamed, then gathered by member
+            ends = F.broadcast(need.select("pos", F.col("rep").alias("tp"), F.lit(0).alias("side")).unionByName(
+                need.select("pos", F.col("keeper_rep").alias("tp"), F.lit(1).alias("side"))))
+            pairs_in = (payload.select(F.col("pos").alias("tp"), col).join(ends, "tp").groupBy("pos")
+                        .agg(F.max(F.when(F.col("side") == 0, F.col(col))).alias(col + "_a"),
+                             F.max(F.when(F.col("side") == 1, F.col(col))).alias(col + "_b")))
+            ddl_s = "pos BIGINT, similarity DOUBLE, similarity6 DOUBLE"
+            sims = _map(pairs_in, lambda t: K.pair_similarity(t, params), ddl_s)
             full = (mem_rows.join(cluster_ids, "label")
                     .join(sims.select("pos", "similarity6"), "pos", "left")
                     .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.col("similarity6")))
