@@ -4,9 +4,8 @@ Run by hand (not in CI):
 
     python benchmarks/bench_spark.py --originals 100000 --copies 20000 --out /tmp/bench_spark
 
-Writes the corpus (the guide's mix: originals of random English-like words, copies in thirds:
-spacing/case, light edits, heavy edits; ``neardup.synth`` when it is installed, else a
-built-in generator), runs ``neardup.dedup`` and ``dedup_spark`` on it, checks both give the
+Writes the corpus with ``neardup.synth`` (the guide's mix: originals of real English words,
+copies in thirds: spacing/case, light edits, heavy edits), runs ``neardup.dedup`` and ``dedup_spark`` on it, checks both give the
 same clusters and keepers, and reads Spark's event log for the shuffle bytes of every stage.
 """
 from __future__ import annotations
@@ -18,40 +17,42 @@ import os
 import sys
 import time
 
-import numpy as np
 
 
 def make_corpus(path: str, originals: int, copies: int, words: int, seed: int) -> None:
-    try:
-        from neardup import synth  # the bench branch's generator (real English word frequencies)
+    from neardup import synth  # the project's generator: the guide's mix, real English words
 
-        synth.write_corpus(path, originals=originals, copies=copies, words=words, seed=seed)
-        return
-    except ImportError:
-        pass
-    rng = np.random.default_rng(seed)
-    vocab = np.array([f"w{a}{b}" for a in "abcdefghij" for b in range(3000)])
-    p = 1.0 / np.arange(1, len(vocab) + 1) ** 1.07
-    p /= p.sum()
-    with open(path, "w", encoding="utf-8") as f:
-        bodies = rng.choice(len(vocab), size=(originals, words), p=p)
-        t0 = 1_700_000_000
-        for i in range(originals):
-            f.write(json.dumps({"id": f"o{i}", "text": " ".join(vocab[bodies[i]]), "published_at": t0 + i,
-                                "source": "agency" if i % 2 else f"site-{i % 300}"}) + "\n")
-        for j in range(copies):
-            o = int(rng.integers(0, originals))
-            w = vocab[bodies[o]].copy()
-            kind = ("spacing", "light", "heavy")[j % 3]
-            if kind == "spacing":
-                text = "  ".join(x.upper() if k % 5 == 0 else x for k, x in enumerate(w))
-            else:
-                n = int(rng.integers(1, 9)) if kind == "light" else int(rng.integers(30, 61))
-                at = rng.choice(words, n, replace=False)
-                w[at] = vocab[rng.choice(len(vocab), n, p=p)]
-                text = " ".join(w)
-            f.write(json.dumps({"id": f"c{j}", "text": text, "published_at": t0 + originals + j,
-                                "source": f"site-{j % 300}", "original_id": f"o{o}", "copy_kind": kind}) + "\n")
+    synth.write_corpus(path, originals=originals, copies=copies, words=words, seed=seed)
+
+
+def _ticks(pid: int) -> float:
+    """CPU seconds of process ``pid`` and its descendants (live ones, and reaped ones through
+    cutime/cstime): the Spark JVM and its Python workers."""
+    hz = os.sysconf("SC_CLK_TCK")
+    parent, cpu = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(st[1])
+        cpu[int(d)] = sum(int(x) for x in st[11:15]) / hz
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        tree.add(p)
+        todo += [c for c, pp in parent.items() if pp == p and c not in tree]
+    return sum(cpu.get(p, 0.0) for p in tree)
+
+
+def _self_cpu() -> float:
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def shuffle_sizes(event_dir: str) -> dict:
@@ -113,7 +114,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="/tmp/bench_spark")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--partitions", type=int, default=None,
+                    help="shuffle partitions (default: the engine's, from the input's read splits)")
+    ap.add_argument("--session-shuffle-partitions", type=int, default=None,
+                    help="set spark.sql.shuffle.partitions on the session (how the benchmark ran "
+                         "before the engine set it per run; for measuring older versions)")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--skip-local", action="store_true")
     a = ap.parse_args()
@@ -126,13 +131,15 @@ def main() -> int:
     size_mb = os.path.getsize(corpus) / 1e6
     import neardup
 
-    res: dict = {"corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
+    res: dict = {"load_at_start": os.getloadavg(), "corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
                  "cores": os.cpu_count(), "python": sys.version.split()[0]}
     local = None
     if not a.skip_local:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), _self_cpu()
         local = neardup.dedup(corpus, os.path.join(a.out, "local"), prefer_source=["agency"])
         res["local_seconds"] = round(time.perf_counter() - t, 2)
+        res["local_cpu_seconds"] = round(_self_cpu() - c, 2)
+        res["load_before_spark"] = os.getloadavg()
         res["local_peak_rss_mb"] = local.report["peak_rss_mb"]
         res["local_stages"] = local.report["stages"]
         print(f"local engine: {res['local_seconds']} s", flush=True)
@@ -141,7 +148,7 @@ def main() -> int:
     events = os.path.join(a.out, "spark-events")
     os.makedirs(events, exist_ok=True)
     t = time.perf_counter()
-    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.partitions, conf={
+    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.session_shuffle_partitions, conf={
         "spark.driver.memory": a.driver_memory,
         "spark.eventLog.enabled": "true",
         "spark.eventLog.compress": "false",
@@ -150,11 +157,16 @@ def main() -> int:
     })
     spark.sparkContext.setLogLevel("ERROR")
     res["spark_session_seconds"] = round(time.perf_counter() - t, 2)
-    t = time.perf_counter()
+    jvm = spark.sparkContext._gateway.proc.pid
+    t, c, cj = time.perf_counter(), _self_cpu(), _ticks(jvm)
     sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions)
     res["spark_seconds"] = round(time.perf_counter() - t, 2)
+    res["spark_cpu_seconds"] = round(_self_cpu() - c + _ticks(jvm) - cj, 2)
+    res["spark_cpu_note"] = "driver Python + the JVM and its Python workers"
+    res["load_after_spark"] = os.getloadavg()
     res["spark_stages"] = sp.report["stages"]
     res["spark_band_rows"] = sp.report["spark"]["band_rows"]
+    res["spark_partitions"] = sp.report["spark"]["partitions"]
     res["spark_components_rounds"] = sp.report["spark"]["components_rounds"]
     print(f"spark {a.master}: {res['spark_seconds']} s (+ {res['spark_session_seconds']} s session start)", flush=True)
     spark.stop()
@@ -170,6 +182,7 @@ def main() -> int:
             == [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
                 for c in back.clusters])
         res["ratio_spark_over_local"] = round(res["spark_seconds"] / res["local_seconds"], 2)
+        res["cpu_ratio_spark_over_local"] = round(res["spark_cpu_seconds"] / max(res["local_cpu_seconds"], 1e-9), 2)
     for k in ("clusters", "copies_removed", "exact_copies_removed", "near_pairs"):
         res[k] = sp.report[k]
     with open(os.path.join(a.out, "bench_spark.json"), "w") as f:

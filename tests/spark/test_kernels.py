@@ -151,3 +151,24 @@ def test_check_jsonl_is_the_local_record_check():
 
 def test_kept_line_is_the_record_untouched_plus_alternates():
     assert K.kept_jsonl_line('{"id": "a", "x": 1}\n', ["b", "c"]) == '{"id": "a", "x": 1,"alternates":["b","c"]}'
+
+
+def test_doc_keys_are_the_exact_keys_and_band_keys_of_each_good_text():
+    from neardup.io.records import Fields, Limits
+
+    lines = ['{"id": "a", "text": "the cat sat on the mat today"}', "{bad json", '{"id": "b", "text": "  "}',
+             '{"id": "c", "text": "The  cat sat on the mat TODAY"}', b'{"id": "d", "text": "caf\xe9"}']
+    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array([1, 2, 3, 4, 5], pa.int64()),
+                  "value": pa.array([x if isinstance(x, bytes) else x.encode() for x in lines], pa.binary())})
+    checked = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["in.jsonl"])
+    out = K.doc_keys(checked, PARAMS)
+    assert "text" not in out.column_names and out.num_rows == 5
+    rows = out.to_pylist()
+    assert "not valid UTF-8" in rows[4]["error"]  # bytes in: the local engine's message
+    assert rows[1]["bkeys"] is None and rows[1]["xkey"] == 0  # a bad record
+    assert rows[2]["ntok"] == 0 and rows[2]["bkeys"] is None  # no tokens: no band keys
+    assert rows[0]["xkey"] == rows[3]["xkey"] != 0  # the same text after normalising
+    ek = K.exact_keys(checked.select(["pos", "text"]).slice(0, 1))
+    assert rows[0]["xkey"] == ek.column("xkey")[0].as_py()
+    br = K.band_rows(checked.select(["pos", "text"]).slice(0, 1), PARAMS)
+    assert rows[0]["bkeys"] == br.column("key").to_pylist()

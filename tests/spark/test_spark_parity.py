@@ -125,3 +125,41 @@ def test_cli_engine_spark(spark, synth_file, tmp_path, capsys):
     report = json.loads((out / "report.json").read_text())
     assert report["engine"] == "spark" and report["spark"]["partitions"] == 4
     assert sorted(report["files"]) == ["clusters.parquet", "kept.parquet", "pairs.parquet", "report.json"]
+
+
+def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
+    import zstandard
+
+    from neardup.engines.spark import dedup_spark
+
+    docs = make_corpus(originals=60, copies=30, words=40, seed=4)
+    lines = [json.dumps(d).encode() for d in docs]
+    lines.insert(7, b'{"id": "latin1", "text": "caf\xe9 au lait"}')  # not UTF-8: skipped by both
+    lines.insert(11, b"")
+    twin = " ".join(f"w{i}" for i in range(40))  # integer ids: alternates written as numbers
+    lines += [json.dumps({"id": 900001, "text": twin}).encode(), json.dumps({"id": 900002, "text": twin}).encode()]
+    # kept lines the JVM does not splice: trailing whitespace, an "alternates" key already there
+    lines += [b'{"id": "ws", "text": "trailing blanks after the record"}  \t',
+              b'{"id": "has-alt", "text": "a record with its own alternates key", "alternates": [1]}']
+    path = tmp_path / "in.jsonl.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(b"\n".join(lines) + b"\n"))
+    local = neardup.dedup(str(path), tmp_path / "local", on_error="skip")
+    sp = dedup_spark(spark, str(path), tmp_path / "spark", on_error="skip", collect=True)
+    assert sp.report["skipped"] == local.report["skipped"] == 1
+    assert_same(local, sp)
+    kdir = tmp_path / "spark" / "kept.jsonl"
+    kept = [x for n in sorted(os.listdir(kdir)) if n.startswith("part-") for x in (kdir / n).read_text().splitlines()]
+    assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
+
+
+def test_what_the_spark_engine_does_not_run(spark, tmp_path):
+    from neardup.engines.spark import dedup_spark
+    from neardup.errors import InvalidParameterError
+    from neardup.io.errors import InputFileError
+
+    csv_path = tmp_path / "in.csv"
+    csv_path.write_text("id,text\na,hello world\n")
+    with pytest.raises(InputFileError, match="reads JSONL .* and Parquet, not csv"):
+        dedup_spark(spark, str(csv_path), None)
+    with pytest.raises(InvalidParameterError, match="minhash"):
+        dedup_spark(spark, str(csv_path), None, method="simhash")

@@ -16,9 +16,10 @@ The kernels, in pipeline order:
 =====================  ===========================================  =========================================
 kernel                 input columns                                output columns
 =====================  ===========================================  =========================================
-check_jsonl            src, recno, value (one JSONL line)           CHECKED (+ value)
+check_jsonl            src, recno, value (one JSONL line)           CHECKED          
 check_rows             src, recno, <record columns>                 CHECKED
 exact_keys             pos, text                                    pos, xkey, ntok
+doc_keys               CHECKED                                      CHECKED - text + xkey, ntok, bkeys
 exact_groups           pos, xkey, ntok (grouped by xkey)            pos, rep
 band_rows              pos, text                                    band, key, pos [, sig]
 bucket_members         band, key, pos (grouped by band, key)        members (list<int64>, >= 2, sorted)
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import neardup
 from neardup import _core
@@ -48,7 +50,7 @@ from neardup.pipeline.keepers import source_ranks
 
 __all__ = [
     "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
-    "check_jsonl", "check_rows", "exact_keys", "exact_groups", "band_rows", "bucket_members",
+    "check_jsonl", "check_rows", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
     "verify_buckets", "large_star", "small_star", "edge_checksum", "keeper_rows", "pair_similarity",
     "kept_jsonl_line",
 ]
@@ -149,25 +151,22 @@ def _check_one(rec, fields: Fields, limits: Limits, name: str, src: int, recno: 
     return (pos, c.key, isinstance(c.id, int), c.text, c.time, c.source, c.time_error, None)
 
 
-def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str],
-                keep_value: bool = False) -> pa.Table:
+def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
     """Parse and check JSONL lines exactly as the local engine does (``parse_json_line`` then
-    ``check_record``). Blank lines are not records and are dropped. With ``keep_value`` the raw
-    line is carried on (for writing the kept records untouched)."""
+    ``check_record``). ``value``: the lines as strings, or as bytes (then invalid UTF-8 is
+    reported as the local engine reports it). Blank lines are not records and are dropped."""
     src = table.column("src").to_numpy()
     recno = table.column("recno").to_numpy()
-    values = table.column("value").to_pylist()
+    col = table.column("value")
+    binary = pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
     rows = []
-    keep = []
-    for s, r, line in zip(src.tolist(), recno.tolist(), values):
+    for s, r, line in zip(src.tolist(), recno.tolist(), col.to_pylist()):
         if line is None or not line.strip():
             continue
         name = names[s]
-        rec = parse_json_line(name, r, line.encode("utf-8"))
+        rec = parse_json_line(name, r, line if binary else line.encode("utf-8"))
         rows.append(_check_one(rec, fields, limits, name, s, r))
-        keep.append(line)
-    extra = {"value": pa.array(keep, type=pa.large_string())} if keep_value else None
-    return _checked_table(rows, extra)
+    return _checked_table(rows)
 
 
 def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
@@ -212,6 +211,47 @@ def exact_groups(table: pa.Table) -> pa.Table:
         rep[order] = first
         rep = np.where(ntok == 0, pos, rep)
     return pa.table({"pos": pa.array(pos, pa.int64()), "rep": pa.array(rep, pa.int64())})
+
+
+def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
+    """Checked records (``CHECKED``) → the same rows without ``text``, plus ``xkey``, ``ntok``
+    (as :func:`exact_keys`) and ``bkeys`` (the ``bands`` band keys of the text's signature;
+    null for a bad record or a text with no tokens).
+
+    One kernel for everything the pipeline needs of a text, so an engine reads and checks the
+    corpus once and never carries the texts through a shuffle: it fetches them again only
+    for the few documents that reach verification. (Exact copies get band keys too and the
+    engine drops them: ~5% more signatures, in exchange for one pass over the texts.)
+    """
+    n = table.num_rows
+    ok = np.asarray(pc.is_null(table.column("error")).to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
+    idx = np.flatnonzero(ok)
+    xkey = np.zeros(n, np.int64)
+    ntok = np.zeros(n, np.int64)
+    b = params.bands
+    keys = np.zeros((0, b), np.uint64)
+    if len(idx):
+        good = table.take(pa.array(idx)).select(["pos", "text"])
+        ek = exact_keys(good, params.threads)
+        xkey[idx] = ek.column("xkey").to_numpy()
+        ntok[idx] = ek.column("ntok").to_numpy()
+        tok = idx[ntok[idx] > 0]
+        if len(tok):
+            text = table.column("text").take(pa.array(tok)).combine_chunks()
+            sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
+            keys = neardup.lsh.band_keys(sigs, b, params.rows, threads=params.threads)
+    else:
+        tok = idx
+    has = np.zeros(n, bool)
+    has[tok] = True
+    counts = np.where(has, b, 0)
+    offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
+    bkeys = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                     pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
+                                     mask=pa.array(~has))
+    out = table.drop_columns(["text"])
+    return (out.append_column("xkey", pa.array(xkey, pa.int64())).append_column("ntok", pa.array(ntok, pa.int64()))
+            .append_column("bkeys", bkeys))
 
 
 # ---- signatures and bands ---------------------------------------------------------------
@@ -507,6 +547,8 @@ def kept_jsonl_line(line: str, alternates: list) -> str:
     with ``,"alternates":[...]`` spliced in before the closing brace (the record untouched)."""
     from neardup.io.writers import dumps
 
+    if isinstance(line, bytes):
+        line = line.decode("utf-8")  # a kept record parsed, so it is valid UTF-8
     s = line.rstrip()
     if s.endswith("}") and _ALT not in s:
         return s[:-1] + ',"alternates":' + dumps(alternates) + "}"

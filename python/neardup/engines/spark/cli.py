@@ -19,7 +19,8 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--master", default=None,
                    help="Spark master URL (default: the session's, or local[*] when none is running)")
     g.add_argument("--partitions", type=int, default=None,
-                   help="Spark: partitions of every shuffle (default: spark.sql.shuffle.partitions)")
+                   help="Spark: partitions of every shuffle (default: spark.sql.shuffle.partitions if the "
+                        "session sets it, else the input's read splits, at least two per core)")
     g.add_argument("--checkpoint-dir", default=None,
                    help="Spark: reliable checkpoints of the connected-components rounds here "
                         "(default: local checkpoints)")

@@ -60,7 +60,7 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
 
     from neardup.engines.spark.run import _CHECKED_DDL, _append, _checked_inputs, _map, _rec_error
 
-    checked, meta = _checked_inputs(spark, inputs, opts.fields, Limits(max_chars=opts.max_chars), False)
+    checked, meta = _checked_inputs(spark, inputs, opts.fields, Limits(max_chars=opts.max_chars))
     if opts.on_error == "stop":
         bad = checked.filter(F.col("error").isNotNull()).orderBy("pos").limit(1).collect()
         if bad:

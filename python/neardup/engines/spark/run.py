@@ -2,25 +2,30 @@
 
 Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernels`):
 
-1. read: JSONL lines (``spark.read.text``, line numbers from per-partition counts) or Parquet
-   rows (``_metadata.row_index``) → ``check_jsonl``/``check_rows`` (the local engine's record
-   checks) → bad records and duplicate ids listed (or raised with ``on_error="stop"``).
-2. exact pass: ``exact_keys`` → ``repartition(N, xkey)`` → ``exact_groups`` (representative =
-   earliest document with the key). Documents are then kept hash-partitioned by ``pos``.
-3. band rows for the representatives: ``band_rows`` (signature + band keys in one kernel, one
-   row per (band, key, doc)) → ``repartition(N, band, key)`` → ``bucket_members`` (buckets of
-   two or more; identical member lists once) → members joined to their texts →
-   ``repartition(N, bid)`` → ``verify_buckets`` (per-bucket union-find, spanning edges only).
+1. read: each input as a *source* (:mod:`.sources`: JSONL lines with their line numbers,
+   Parquet rows, DataFrame rows) → the local engine's record checks fused with ``doc_keys``
+   (exact key, token count, band keys) in one Python pass; the texts are dropped there.
+   Bad records and duplicate ids are listed (or raised with ``on_error="stop"``).
+2. exact pass: the records (no texts) → ``repartition(N, xkey)`` → ``exact_groups``
+   (representative = earliest document with the key).
+3. band rows of the representatives (``posexplode`` of the band keys; exact copies dropped by
+   a broadcast anti-join) → ``repartition(N, band, key)`` → ``bucket_members`` (buckets of two
+   or more; identical member lists once) → the members' texts read again from the sources
+   (broadcast semi-join) → ``repartition(N, bid)`` → ``verify_buckets`` (per-bucket
+   union-find, spanning edges only).
 4. components of exact + verified edges: ``large_star`` / ``small_star`` rounds, each
    repartitioned by node; convergence when the per-partition ``edge_checksum`` sums do not
    change; a bound on rounds; each round checkpointed. No pair ever reaches the driver.
 5. keepers: ``repartition(N, label)`` → ``keeper_rows`` (the local keeper rule) → similarity
-   of each member to its keeper (``pair_similarity``) → clusters, pairs, kept (Parquet).
+   of each member to its keeper (``pair_similarity``) → clusters, pairs; the kept records
+   are the sources read once more, filtered in the JVM (:mod:`.outputs`).
+
+So the corpus crosses the JVM/Python boundary once in full (step 1) and is never shuffled;
+only the bucket members' texts (a few percent) are read a second time.
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
@@ -31,10 +36,11 @@ import pyarrow as pa
 
 from neardup import kernels as K
 from neardup.errors import InvalidParameterError
-from neardup.io.errors import InputFileError, RecordError
-from neardup.io.readers import format_of
+from neardup.engines.spark.outputs import write_outputs
+from neardup.engines.spark.sources import read_sources
+from neardup.io.errors import RecordError
 from neardup.io.records import Fields, Limits
-from neardup.io.writers import ensure_output_dir
+from neardup.lsh import candidate_probability
 from neardup.pipeline.candidates import choose_bands, curve_table
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb
@@ -149,93 +155,38 @@ _CHECKED_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE
                 "time_error STRING, error STRING")
 
 
+_META_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING, time_error STRING, "
+             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>")
+
+
 # ---- reading ----------------------------------------------------------------------------
 
 
-def _read_jsonl(spark, path: str, src: int):
-    """(src, recno, value): every line of one JSONL file with its 1-based line number."""
-    from pyspark.sql import functions as F
-
-    if path.lower().endswith((".zst", ".zstd")):
-        raise InputFileError(f"{path}: the Spark engine reads plain and .gz JSONL (decompress .zst first)")
-    df = spark.read.text(path).select(
-        F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), "value")
-    counts = dict(df.groupBy("_pid").count().collect())
-    offs, run = [], 0
-    for p in range(max(counts) + 1 if counts else 0):
-        offs.append(run)
-        run += counts.get(p, 0)
-    off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
-    recno = off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1
-    return df.select(F.lit(src).alias("src"), recno.cast("bigint").alias("recno"), "value")
+def _checked_inputs(spark, inputs, fields: Fields, limits: Limits):
+    """The checked records (texts included) of all inputs, and their sources."""
+    sources = read_sources(spark, inputs)
+    names = [s.path for s in sources]
+    parts = [_map(s.check_input(s.raw), s.checker(fields, limits, names), _CHECKED_DDL) for s in sources]
+    return _union(parts), sources
 
 
-def _read_parquet(spark, path: str, src: int):
-    from pyspark.sql import functions as F
-
-    df = spark.read.parquet(path)
-    cols = df.columns
-    return df.select(F.lit(src).alias("src"), (F.col("_metadata.row_index") + 1).alias("recno"), *cols), cols
-
-
-def _checked_inputs(spark, inputs, fields: Fields, limits: Limits, keep_value: bool):
-    """The checked records of all inputs, and per input (name, format, raw DataFrame)."""
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
-
-    if isinstance(inputs, (str, os.PathLike)) or (inputs is not None and _is_df(inputs)):
-        inputs = [inputs]
-    parts = []
-    meta = []
-    names = []
-    for i, item in enumerate(inputs):
-        if _is_df(item):
-            names.append(f"<dataframe {i}>")
-        else:
-            names.append(os.fspath(item))
-    for i, item in enumerate(inputs):
-        if isinstance(item, DataFrame):
-            cols = item.columns
-            raw = item.select(F.lit(i).alias("src"), (F.monotonically_increasing_id() + 1).alias("recno"), *cols)
-            raw = raw.localCheckpoint(eager=True)  # the ids must not change between uses
-            ddl = _CHECKED_DDL
-            part = _map(raw, lambda t, n=names: K.check_rows(t, fields=fields, limits=limits, names=n), ddl)
-            meta.append({"path": names[i], "format": "dataframe", "raw": raw, "cols": cols})
-        else:
-            path = os.fspath(item)
-            if path == "-":
-                raise InputFileError("-: the Spark engine cannot read stdin; write it to a file first")
-            if not os.path.exists(path) and "://" not in path:
-                raise InputFileError(f"{path}: no such file")
-            if os.path.isdir(path):
-                raise InputFileError(f"{path}: is a directory, not a file")
-            fmt = format_of(path)
-            if fmt == "jsonl":
-                raw = _read_jsonl(spark, path, i)
-                ddl = _CHECKED_DDL + (", value STRING" if keep_value else "")
-                part = _map(raw, lambda t, n=names: K.check_jsonl(t, fields=fields, limits=limits, names=n,
-                                                                  keep_value=keep_value), ddl)
-                meta.append({"path": path, "format": "jsonl", "raw": None})
-            elif fmt == "parquet":
-                raw, cols = _read_parquet(spark, path, i)
-                part = _map(raw, lambda t, n=names: K.check_rows(t, fields=fields, limits=limits, names=n),
-                            _CHECKED_DDL)
-                if keep_value:
-                    part = part.withColumn("value", F.lit(None).cast("string"))
-                meta.append({"path": path, "format": "parquet", "raw": raw, "cols": cols})
-            else:
-                raise InputFileError(f"{path}: the Spark engine reads JSONL (.jsonl, .jsonl.gz) and Parquet, not {fmt}")
-        if keep_value and isinstance(item, DataFrame):
-            part = part.withColumn("value", F.lit(None).cast("string"))
-        parts.append(part)
+def _union(parts):
     df = parts[0]
     for p in parts[1:]:
         df = df.unionByName(p)
-    return df, meta
+    return df
 
 
-def _is_df(obj) -> bool:
-    return type(obj).__name__ == "DataFrame" and type(obj).__module__.startswith("pyspark")
+def _texts(sources, pos_df, fields: Fields, limits: Limits):
+    """(pos, text) of the documents in ``pos_df`` (a small set): every source read again,
+    the rows picked in the JVM by a broadcast semi-join, and only those checked in Python."""
+    from pyspark.sql import functions as F
+
+    names = [s.path for s in sources]
+    want = F.broadcast(pos_df.select("pos"))
+    parts = [_map(s.check_input(s.raw.join(want, "pos", "left_semi")), s.checker(fields, limits, names),
+                  _CHECKED_DDL).select("pos", "text") for s in sources]
+    return _union(parts)
 
 
 # ---- the run ----------------------------------------------------------------------------
@@ -268,6 +219,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
               checkpoint_dir: str | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
               collect: bool = False) -> SparkDedupResult:
     from pyspark import StorageLevel
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     opts.check()
@@ -275,15 +227,12 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         raise InvalidParameterError("the Spark engine runs --method minhash (SimHash: use the local engine)")
     t_start = time.perf_counter()
     log = StageLog()
-    N = int(partitions or spark.conf.get("spark.sql.shuffle.partitions"))
     fields = opts.fields
     limits = Limits(max_chars=opts.max_chars)
     b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
-    want_jsonl_kept = out is not None
-    keep_value = want_jsonl_kept
     mem = StorageLevel.MEMORY_AND_DISK
     cached: list = []
 
@@ -292,24 +241,33 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         cached.append(df)
         return df
 
+    sources: list = []
+    saved_conf = None
     try:
-        # ---- 1. read and check ---------------------------------------------------------
+        # ---- 1. read, check, keys: one pass over the texts, which are not kept ------------
         with log.stage("read") as st:
-            checked, meta = _checked_inputs(spark, inputs, fields, limits, keep_value)
-            checked = persist(checked)
-            per_input_rows = {int(s): (int(n), int(bad)) for s, n, bad in checked.groupBy(
-                (F.col("pos") / (1 << K.POS_SHIFT)).cast("int").alias("s")).agg(
-                F.count("*"), F.sum(F.col("error").isNotNull().cast("int"))).collect()}
+            sources = read_sources(spark, inputs)
+            names = [s.path for s in sources]
+            N = _partitions(spark, partitions, sources)
+            # every shuffle of the run (joins, groupBy, distinct too) at N partitions, not 200
+            saved_conf = spark.conf.get("spark.sql.shuffle.partitions")
+            spark.conf.set("spark.sql.shuffle.partitions", str(N))
+            parts = []
+            for s in sources:
+                check = s.checker(fields, limits, names)
+                parts.append(_map(s.check_input(s.raw), lambda t, c=check: K.doc_keys(c(t), params), _META_DDL))
+            checked = persist(_union(parts))
+            src_of = (F.col("pos") / (1 << K.POS_SHIFT)).cast("int").alias("s")
+            per_input_rows = {int(x.s): (int(x.n), int(x.bad)) for x in checked.groupBy(src_of).agg(
+                F.count("*").alias("n"), F.sum(F.col("error").isNotNull().cast("int")).alias("bad")).collect()}
+            n_bad = sum(v[1] for v in per_input_rows.values())
             good = checked.filter(F.col("error").isNull())
             firsts = good.groupBy("id").agg(F.min("pos").alias("first_pos"), F.count("*").alias("n")).filter("n > 1")
-            dups = good.join(firsts, "id").filter(F.col("pos") != F.col("first_pos")).select("pos", "id", "first_pos")
-            dups = persist(dups)
-            n_dups = dups.count()
-            n_bad = sum(v[1] for v in per_input_rows.values())
-            names = [m["path"] for m in meta]
+            dups = persist(good.select("pos", "id").join(firsts, "id").filter(F.col("pos") != F.col("first_pos"))
+                           .select("pos", "id", "first_pos"))
             errors_first = (checked.filter(F.col("error").isNotNull()).select("pos", "error")
                             .orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()) if n_bad else []
-            dup_first = dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect() if n_dups else []
+            dup_first = dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
             listed = [(row.pos, _rec_error(json.loads(row.error))) for row in errors_first]
             for row in dup_first:
                 s, rn = int(row.pos) >> K.POS_SHIFT, int(row.pos) & ((1 << K.POS_SHIFT) - 1)
@@ -319,48 +277,47 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             listed.sort(key=lambda x: x[0])
             if listed and opts.on_error == "stop":
                 raise listed[0][1]
-            valid = good.join(dups.select("pos"), "pos", "left_anti")
-            # ---- 2. exact pass ----------------------------------------------------------
-            keyed = _map(valid, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads),
-                                                  ["xkey", "ntok"]),
-                         _CHECKED_DDL + (", value STRING" if keep_value else "") + ", xkey BIGINT, ntok BIGINT")
-            keyed = persist(keyed)
-            n_docs = keyed.count()
-            st.count = n_docs
+            dups_per_input = dict(dups.groupBy(src_of).count().collect()) if dup_first else {}
+            n_dups = sum(dups_per_input.values())
+            valid = good.join(dups.select("pos"), "pos", "left_anti") if dup_first else good
+        # ---- 2. exact pass: the records (no texts) grouped by exact key ------------------
         with log.stage("exact") as st:
-            groups = _map(keyed.select("pos", "xkey", "ntok").repartition(N, "xkey"), K.exact_groups,
-                          "pos BIGINT, rep BIGINT", whole_partition=True)
-            docs = persist(keyed.join(groups, "pos"))
+            cols = [c for c in valid.columns if c != "bkeys"]
+            docs = persist(_map(valid.select(*cols).repartition(N, "xkey"),
+                                lambda t: _append(t, K.exact_groups(t.select(["pos", "xkey", "ntok"])), ["rep"]),
+                                _META_DDL.replace(", bkeys ARRAY<BIGINT>", "") + ", rep BIGINT", whole_partition=True))
             dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
-            agg = docs.agg(F.count(dup_rep).alias("n_exact"), F.countDistinct(dup_rep).alias("groups"),
-                           F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens")).first()
-            n_exact, exact_groups, no_tokens = int(agg.n_exact), int(agg.groups), int(agg.no_tokens or 0)
+            agg = docs.agg(F.count("*").alias("n"), F.count(dup_rep).alias("n_exact"),
+                           F.countDistinct(dup_rep).alias("groups"),
+                           F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens"),
+                           F.count("time_error").alias("te")).first()
+            n_docs, n_exact, exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups)
+            no_tokens, n_time_errors = int(agg.no_tokens or 0), int(agg.te or 0)
             st.count = n_exact
             st.note = "normalise and hash; group identical texts"
-        # ---- 3. signatures, band rows, buckets, verification ---------------------------
-        with log.stage("signatures") as st:
-            reps = docs.filter((F.col("rep") == F.col("pos")) & (F.col("ntok") > 0)).select("pos", "text")
-            bands = persist(_map(reps, lambda t: K.band_rows(t, params), "band INT, key BIGINT, pos BIGINT"))
-            n_band_rows = bands.count()
-            st.count = n_band_rows // b if b else 0
-            st.note = f"{b} band rows per signature"
+        # ---- 3. band rows of the representatives, buckets, verification ----------------
         with log.stage("candidates") as st:
+            copies = F.broadcast(docs.filter(F.col("rep") != F.col("pos")).select("pos"))
+            bands = (valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
+                     .select("pos", F.posexplode("bkeys").alias("band", "key")))
             buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
                            whole_partition=True).dropDuplicates(["members"])
             buckets = buckets.withColumn("bid", F.xxhash64("members"))
             members = persist(buckets.select("bid", F.explode("members").alias("pos")))
             agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
             n_buckets, n_member_rows = int(agg.b), int(agg.m)
+            n_signatures = n_docs - n_exact - no_tokens
             st.count = n_buckets
-            st.note = "buckets of two or more (distinct member lists)"
+            st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
         with log.stage("verify") as st:
+            # texts (or signatures) of the bucket members only: every document the
+            # verification and the keeper similarities need is one of them
+            texts = _texts(sources, members.select("pos").distinct(), fields, limits)
             if opts.verify == "exact":
-                payload = docs.select("pos", "text")
-                ddl_in = "text"
+                payload, col = persist(texts), "text"
             else:
-                payload = _map(reps, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")
-                ddl_in = "sig"
-            vin = members.join(payload, "pos").select("bid", "pos", ddl_in).repartition(N, "bid")
+                payload, col = persist(_map(texts, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")), "sig"
+            vin = members.join(payload, "pos").select("bid", "pos", col).repartition(N, "bid")
             near = persist(_map(vin, lambda t: K.verify_buckets(t, params),
                                 "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE",
                                 whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
@@ -379,21 +336,23 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             ddl = ("label BIGINT, pos BIGINT, id STRING, rank BIGINT, size BIGINT, keeper_pos BIGINT, "
                    "keeper_id STRING, rep BIGINT, keeper_rep BIGINT, exact BOOLEAN")
             prefer = tuple(opts.prefer_source)
-            mem_rows = _map(kin, lambda t: K.keeper_rows(t, prefer), ddl, whole_partition=True)
-            mem_rows = persist(mem_rows)
-            cluster_ids = (labels.select("label").distinct().rdd.map(lambda x: x[0]).sortBy(lambda x: x)
-                           .zipWithIndex().toDF(["label", "cluster"]))
-            # similarity of each non-exact member to its keeper (on the representatives' texts)
-            need = mem_rows.filter((F.col("rank") > 0) & ~F.col("exact")).select("pos", "rep", "keeper_rep")
-            if opts.verify == "exact":
-                ta = docs.select(F.col("pos").alias("rep"), F.col("text").alias("text_a"))
-                tb = docs.select(F.col("pos").alias("keeper_rep"), F.col("text").alias("text_b"))
-                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE, similarity6 DOUBLE"
-            else:
-                ta = payload.select(F.col("pos").alias("rep"), F.col("sig").alias("sig_a"))
-                tb = payload.select(F.col("pos").alias("keeper_rep"), F.col("sig").alias("sig_b"))
-                ddl_s = "pos BIGINT, rep BIGINT, keeper_rep BIGINT, similarity DOUBLE, similarity6 DOUBLE"
-            sims = _map(need.join(ta, "rep").join(tb, "keeper_rep"), lambda t: K.pair_similarity(t, params), ddl_s)
+            mem_rows = persist(_map(kin, lambda t: K.keeper_rows(t, prefer), ddl, whole_partition=True))
+            # clusters numbered by label order (one row per cluster; a DataFrame window, not
+            # an RDD round trip through Python)
+            cluster_ids = (labels.select("label").distinct()
+                           .withColumn("cluster", F.row_number().over(Window.orderBy("label")) - 1))
+            # similarity of each non-exact member to its keeper (on the representatives' texts,
+            # which are bucket members: a cluster of two exact groups is joined by near edges)
+            need = mem_rows.filter((F.col("rank") > 0) & ~F.col("exact"))
+            # both texts of each pair in one shuffle: the (small) pair ends are broadcast
+            # against the payload, which is streamed, then gathered by member
+            ends = F.broadcast(need.select("pos", F.col("rep").alias("tp"), F.lit(0).alias("side")).unionByName(
+                need.select("pos", F.col("keeper_rep").alias("tp"), F.lit(1).alias("side"))))
+            pairs_in = (payload.select(F.col("pos").alias("tp"), col).join(ends, "tp").groupBy("pos")
+                        .agg(F.max(F.when(F.col("side") == 0, F.col(col))).alias(col + "_a"),
+                             F.max(F.when(F.col("side") == 1, F.col(col))).alias(col + "_b")))
+            ddl_s = "pos BIGINT, similarity DOUBLE, similarity6 DOUBLE"
+            sims = _map(pairs_in, lambda t: K.pair_similarity(t, params), ddl_s)
             full = (mem_rows.join(cluster_ids, "label")
                     .join(sims.select("pos", "similarity6"), "pos", "left")
                     .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.col("similarity6")))
@@ -420,25 +379,27 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         pairs_near = near.select(F.least("a", "b").alias("pa"), F.greatest("a", "b").alias("pb"),
                                  F.col("similarity6").alias("similarity"), F.lit("near").alias("match"),
                                  F.lit(1).alias("kind"))
-        pairs_all = pairs_exact.unionByName(pairs_near)
-        pairs_df = (pairs_all.join(idmap.withColumnRenamed("p", "pa").withColumnRenamed("pid", "a"), "pa")
+        pairs_df = (pairs_exact.unionByName(pairs_near)
+                    .join(idmap.withColumnRenamed("p", "pa").withColumnRenamed("pid", "a"), "pa")
                     .join(idmap.withColumnRenamed("p", "pb").withColumnRenamed("pid", "b"), "pb")
-                    .orderBy("kind", "pa", "pb"))
-        pairs_df = pairs_df.select("a", "b", "similarity", "match")
+                    .orderBy("kind", "pa", "pb").select("a", "b", "similarity", "match"))
         n_pairs = n_exact + n_near
-        alts = (full.filter(F.col("rank") > 0).groupBy(F.col("keeper_pos").alias("pos"))
-                .agg(F.sort_array(F.collect_list(F.struct("rank", "id"))).alias("alts"))
-                .select("pos", F.transform("alts", lambda x: x["id"]).alias("alternates")))
-        removed_pos = full.filter(F.col("rank") > 0).select("pos")
-        kept_docs = docs.join(removed_pos, "pos", "left_anti").join(alts, "pos", "left")
+        # alternates of each keeper, in rule order; ``alt_int``: which ids were integers in the
+        # input (the local engine writes them back as numbers)
+        removed_rows = F.broadcast(full.filter(F.col("rank") > 0).select("pos", "keeper_pos", "rank", "id"))
+        alts = (docs.select("pos", "id_int").join(removed_rows, "pos").groupBy(F.col("keeper_pos").alias("pos"))
+                .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "id_int"))).alias("alts"))
+                .select("pos", F.transform("alts", lambda x: x["id"]).alias("alternates"),
+                        F.transform("alts", lambda x: x["id_int"]).alias("alt_int")))
+        # every record that is not kept: bad records, duplicate ids, copies removed
+        dropped = (checked.filter(F.col("error").isNotNull()).select("pos")
+                   .unionByName(dups.select("pos")).unionByName(full.filter(F.col("rank") > 0).select("pos")))
         n_kept = n_docs - n_removed
         report: dict[str, Any] = {
             "engine": "spark",
             "spark": {"master": spark.sparkContext.master, "version": spark.version, "partitions": N,
-                      "components_rounds": rounds, "band_rows": n_band_rows, "bucket_member_rows": n_member_rows},
-            "inputs": [{"path": m["path"], "format": m["format"], "records": per_input_rows.get(i, (0, 0))[0]
-                        - per_input_rows.get(i, (0, 0))[1], "skipped": per_input_rows.get(i, (0, 0))[1]}
-                       for i, m in enumerate(meta)],
+                      "components_rounds": rounds, "band_rows": n_signatures * b, "bucket_member_rows": n_member_rows},
+            "inputs": [],
             "method": opts.method,
             "options": opts.as_dict(),
             "documents": n_docs,
@@ -446,13 +407,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "skipped_records": [e.as_dict() for _, e in listed[:MAX_SKIPPED_LISTED]],
             "skipped_listed_max": MAX_SKIPPED_LISTED,
             "no_token_documents": no_tokens,
-            "unreadable_times": None,
+            "unreadable_times": n_time_errors if fields.time else 0,
             "exact_groups": exact_groups,
             "exact_copies_removed": n_exact,
-            "signatures": n_band_rows // b if b else 0,
+            "signatures": n_signatures,
             "lsh": {"bands": b, "rows": r,
                     "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
-                    "p_at_threshold": float(__import__("neardup").lsh.candidate_probability(opts.threshold, b, r)),
+                    "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
                     "curve": curve_table(b, r)},
             "candidates": n_buckets,
             "candidates_note": "Spark: buckets of two or more documents (distinct member lists), not pairs",
@@ -466,15 +427,12 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "outdir": None,
             "files": [],
         }
-        dups_per_input = dict(dups.groupBy((F.col("pos") / (1 << K.POS_SHIFT)).cast("int").alias("s"))
-                              .count().collect()) if n_dups else {}
-        for i, m in enumerate(meta):
+        for i, s in enumerate(sources):
             total, bad = per_input_rows.get(i, (0, 0))
-            report["inputs"][i]["skipped"] = bad + int(dups_per_input.get(i, 0))
-            report["inputs"][i]["records"] = total - report["inputs"][i]["skipped"]
-        te = docs.filter(F.col("time_error").isNotNull())
-        report["unreadable_times"] = te.count() if fields.time else 0
+            skipped = bad + int(dups_per_input.get(i, 0))
+            report["inputs"].append({"path": s.path, "format": s.format, "records": total - skipped, "skipped": skipped})
         if report["unreadable_times"]:
+            te = docs.filter(F.col("time_error").isNotNull())
             report["unreadable_time_records"] = [
                 {"file": names[int(x.pos) >> K.POS_SHIFT], "line": int(x.pos) & ((1 << K.POS_SHIFT) - 1),
                  "field": fields.time, "reason": x.time_error}
@@ -484,14 +442,15 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         result = SparkDedupResult(report=report)
         if out is not None:
             with log.stage("write") as st:
-                files = _write_outputs(spark, os.fspath(out), clusters_df, pairs_df, kept_docs, meta, opts, fields)
+                files = write_outputs(os.fspath(out), clusters_df, pairs_df, dropped, alts, sources, opts, spark)
                 st.count = len(files)
             report["outdir"] = os.fspath(out)
             report["files"] = files + ["report.json"]
         if collect:
             result.clusters = [_cluster_row(x) for x in clusters_df.collect()]
             result.pairs = [x.asDict() for x in pairs_df.collect()]
-            result.kept = [x.id for x in kept_docs.select("pos", "id").orderBy("pos").collect()]
+            removed = full.filter(F.col("rank") > 0).select("pos")
+            result.kept = [x.id for x in docs.join(removed, "pos", "left_anti").select("pos", "id").orderBy("pos").collect()]
         report["stages"] = log.as_list()
         report["seconds"] = round(time.perf_counter() - t_start, 4)
         report["peak_rss_mb"] = peak_rss_mb()
@@ -504,11 +463,27 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 f.write("\n")
         return result
     finally:
+        if saved_conf is not None:
+            spark.conf.set("spark.sql.shuffle.partitions", saved_conf)
+        cached += [s.cached for s in sources if s.cached is not None]
         for df in cached:
             try:
                 df.unpersist()
             except Exception:  # pragma: no cover
                 pass
+
+
+def _partitions(spark, partitions: int | None, sources) -> int:
+    """Partitions of every shuffle: ``partitions``; else ``spark.sql.shuffle.partitions`` when
+    it was set explicitly; else as many as the inputs' read splits, at least two per core.
+    (Spark's default of 200 gives a 2-core machine 200 tiny tasks per stage; the shuffled
+    rows are far smaller than the input, so the input's splits are a generous measure.)"""
+    if partitions:
+        return int(partitions)
+    if spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        return int(spark.conf.get("spark.sql.shuffle.partitions"))
+    splits = sum(s.raw.rdd.getNumPartitions() for s in sources)
+    return max(2 * spark.sparkContext.defaultParallelism, splits)
 
 
 def _rec_error(d: dict) -> RecordError:
@@ -560,54 +535,3 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
     labels = e.select(F.col("u").alias("pos"), F.col("v").alias("label")).unionByName(
         e.select(F.col("v").alias("pos"), F.col("v").alias("label"))).distinct()
     return labels, rounds
-
-
-def _write_outputs(spark, outdir, clusters_df, pairs_df, kept_docs, meta, opts, fields) -> list[str]:
-    from pyspark.sql import functions as F
-
-    ensure_output_dir(outdir)
-    clusters_df.write.mode("overwrite").parquet(os.path.join(outdir, "clusters.parquet"))
-    pairs_df.write.mode("overwrite").parquet(os.path.join(outdir, "pairs.parquet"))
-    kept = kept_docs.withColumn("alternates", F.coalesce("alternates", F.array().cast("array<string>")))
-    # kept records: the input records themselves (JSONL lines untouched + alternates; Parquet
-    # and DataFrame rows with an alternates column)
-    jsonl_parts, row_parts = [], []
-    for i, m in enumerate(meta):
-        lo, hi = i << K.POS_SHIFT, (i + 1) << K.POS_SHIFT
-        mine = kept.filter((F.col("pos") >= lo) & (F.col("pos") < hi))
-        if m["format"] == "jsonl":
-            lines = _map(mine.select("pos", "value", "alternates"), _kept_lines_kernel, "pos BIGINT, value STRING")
-            jsonl_parts.append(lines)
-        else:
-            raw = m["raw"]
-            rows = (raw.withColumn("pos", F.shiftleft(F.col("src").cast("bigint"), K.POS_SHIFT) + F.col("recno"))
-                    .join(mine.select("pos", "alternates"), "pos").orderBy("pos").drop("src", "recno", "pos"))
-            row_parts.append(rows)
-    name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
-    path = os.path.join(outdir, name)
-    if opts.output_format == "jsonl":
-        parts = [p.orderBy("pos").select("value") for p in jsonl_parts]
-        parts += [p.select(F.to_json(F.struct(*p.columns)).alias("value")) for p in row_parts]
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.union(p)
-        df.write.mode("overwrite").text(path)
-    else:
-        parts = []
-        for p in jsonl_parts:
-            lines = p.orderBy("pos").select("value")
-            parts.append(spark.read.json(lines.rdd.map(lambda x: x[0])))
-        parts += row_parts
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.unionByName(p, allowMissingColumns=True)
-        df.write.mode("overwrite").parquet(path)
-    return ["clusters.parquet", "pairs.parquet", name]
-
-
-def _kept_lines_kernel(t: pa.Table) -> pa.Table:
-    pos = t.column("pos")
-    vals = t.column("value").to_pylist()
-    alts = t.column("alternates").to_pylist()
-    out = [K.kept_jsonl_line(v, a or []) for v, a in zip(vals, alts)]
-    return pa.table({"pos": pos, "value": pa.array(out, pa.string())})

@@ -1,0 +1,135 @@
+"""The inputs of a Spark run as *sources*: raw rows that can be read again at will.
+
+A source is one input (a JSONL file, a Parquet file or a DataFrame) as a DataFrame of raw
+rows with a ``pos`` column (``input << 40 | record number``, the kernels' document name) and
+the kernel that checks its rows as the local engine does. The pipeline reads every source
+once to compute the documents' keys (no texts kept), then reads it *again* for the texts of
+the few documents that reach verification (a broadcast semi-join on ``pos`` in the JVM, so
+only those rows go to Python) and for the kept records. Re-reading a file costs a JVM scan;
+carrying the texts through the shuffles cost serialising and writing the whole corpus twice.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from neardup import kernels as K
+from neardup.io.errors import InputFileError
+from neardup.io.readers import format_of
+from neardup.io.records import Fields, Limits
+
+__all__ = ["Source", "read_sources"]
+
+
+@dataclass
+class Source:
+    index: int
+    path: str
+    format: str           # "jsonl", "parquet" or "dataframe"
+    raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, <record columns>
+    cols: list[str] | None = None  # the record columns (Parquet, DataFrame)
+    cached: Any = None             # a DataFrame this source cached (unpersist after the run)
+
+    def checker(self, fields: Fields, limits: Limits, names: list[str]) -> Callable[[pa.Table], pa.Table]:
+        """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
+        if self.format == "jsonl":
+            return lambda t: K.check_jsonl(t, fields=fields, limits=limits, names=names)
+        return lambda t: K.check_rows(t, fields=fields, limits=limits, names=names)
+
+    def check_input(self, df):
+        """The columns of ``df`` (rows of ``raw``) the checker reads (``pos`` is recomputed)."""
+        return df.select("src", "recno", "value") if self.format == "jsonl" else df.select("src", "recno", *self.cols)
+
+
+def read_sources(spark, inputs) -> list[Source]:
+    from pyspark.sql import functions as F
+
+    if isinstance(inputs, (str, os.PathLike)) or _is_df(inputs):
+        inputs = [inputs]
+    out = []
+    for i, item in enumerate(inputs):
+        if _is_df(item):
+            cols = item.columns
+            raw = item.select(F.lit(i).alias("src"), (F.monotonically_increasing_id() + 1).alias("recno"), *cols)
+            raw = raw.localCheckpoint(eager=True)  # the record numbers must not change between reads
+            out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols))
+            continue
+        path = os.fspath(item)
+        if path == "-":
+            raise InputFileError("-: the Spark engine cannot read stdin; write it to a file first")
+        if not os.path.exists(path) and "://" not in path:
+            raise InputFileError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise InputFileError(f"{path}: is a directory, not a file")
+        fmt = format_of(path)
+        if fmt == "jsonl" and path.lower().endswith((".zst", ".zstd")):
+            lines = _read_zst_jsonl(spark, path, i)
+            out.append(Source(i, path, "jsonl", _with_pos(lines), cached=lines))
+        elif fmt == "jsonl":
+            out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, path, i))))
+        elif fmt == "parquet":
+            df = spark.read.parquet(path)
+            cols = df.columns
+            raw = df.select(F.lit(i).alias("src"), (F.col("_metadata.row_index") + 1).alias("recno"), *cols)
+            out.append(Source(i, path, "parquet", _with_pos(raw), cols))
+        else:
+            raise InputFileError(f"{path}: the Spark engine reads JSONL (.jsonl, .jsonl.gz, .jsonl.zst) and Parquet, not {fmt}")
+    return out
+
+
+def _with_pos(raw):
+    from pyspark.sql import functions as F
+
+    return raw.withColumn("pos", F.shiftleft(F.col("src").cast("bigint"), K.POS_SHIFT) + F.col("recno"))
+
+
+def _read_jsonl(spark, path: str, src: int):
+    """(src, recno, value): every line of one JSONL file with its 1-based line number. The
+    line numbers come from per-partition line counts (one JVM-only job); a file's splits are
+    read in file order, and reading the file again gives the same splits and numbers."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.text(path).select(
+        F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), "value")
+    counts = dict(df.groupBy("_pid").count().collect())
+    offs, run = [], 0
+    for p in range(max(counts) + 1 if counts else 0):
+        offs.append(run)
+        run += counts.get(p, 0)
+    off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
+    recno = off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1
+    return df.select(F.lit(src).alias("src"), recno.cast("bigint").alias("recno"), "value")
+
+
+def _read_zst_jsonl(spark, path: str, src: int):
+    """(src, recno, value as bytes) of a .jsonl.zst file. Hadoop has no zstd codec without
+    its native library, so one Python task decompresses the file with the local engine's
+    reader (the same line splitting and numbering, the raw bytes: invalid UTF-8 is reported
+    as the local engine reports it); the lines are cached, not decompressed at every read.
+    Like a .gz file, a .zst file is one task: neither format can be split."""
+    from pyspark import StorageLevel
+
+    from neardup.io.readers import JsonlSource
+
+    if "://" in path and not path.startswith("file://"):
+        raise InputFileError(f"{path}: the Spark engine reads .jsonl.zst from the local file system only")
+    local = path[len("file://"):] if path.startswith("file://") else os.path.abspath(path)
+
+    def lines(batches):
+        for _ in batches:
+            for start, block in JsonlSource(local).blocks():
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array([src] * len(block), pa.int32()), pa.array(range(start, start + len(block)), pa.int64()),
+                     pa.array(block, pa.binary())], names=["src", "recno", "value"])
+
+    df = spark.range(0, 1, 1, 1).mapInArrow(lines, "src INT, recno BIGINT, value BINARY")
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    df.count()
+    return df
+
+
+def _is_df(obj) -> bool:
+    return type(obj).__name__ == "DataFrame" and type(obj).__module__.startswith("pyspark")
