@@ -39,6 +39,8 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path):
     assert tm["rows_spilled_to_disk"] is True
     assert tm["verify_reread"]["passes"] > 1
     assert "memory-mapped" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
+    assert tm["band_sort"]["external_sort"] is True and tm["band_sort"]["partitions_per_band"] >= 2
+    assert free.report["memory"]["band_sort"] == {"external_sort": False}
     assert _answer(tight) == _answer(free)
     assert list(spill_dir.iterdir()) == []  # the spill file is removed at the end
     for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
@@ -161,3 +163,23 @@ def test_rows_are_built_in_chunks(corpus, monkeypatch):
     monkeypatch.setattr(run, "ROW_CHUNK", 7)  # many chunks, and clusters straddling none
     chunked = neardup.dedup(corpus, None)
     assert _answer(chunked) == _answer(whole)
+
+
+@pytest.mark.parametrize("n,b,budget", [(5000, 3, 16 * 1024), (3000, 13, 20_000), (1, 2, 10), (40, 2, 10)])
+def test_external_band_sort_gives_the_in_memory_pairs(tmp_path, n, b, budget):
+    from neardup.pipeline.candidates import pairs_from_keys
+
+    rng = np.random.default_rng(n)
+    # few distinct keys per band (many buckets of several rows), and a top-bit-heavy key to
+    # land in the last partition
+    keys = rng.integers(0, 400, size=(n, b), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    if n > 2:
+        keys[:2, 0] = np.uint64(2**64 - 1)
+    info: dict = {}
+    ext = pairs_from_keys(keys, sort_budget=budget, tmp_dir=str(tmp_path), info=info)
+    mem = pairs_from_keys(keys)
+    assert ext.dtype == mem.dtype == np.uint32
+    assert np.array_equal(ext, mem)
+    if n >= 2:
+        assert info["external_sort"] is True
+    assert list(tmp_path.iterdir()) == []  # partition files removed

@@ -5,6 +5,9 @@ Both are batch self-joins whose pairs ``(i, j)`` have ``i < j`` in input order, 
 """
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 
 from neardup import _core
@@ -33,24 +36,83 @@ def curve_table(b: int, r: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.9
     return [{"similarity": s, "p_candidate": float(lsh.candidate_probability(s, b, r))} for s in points]
 
 
-def lsh_pairs(sigs: np.ndarray, b: int, r: int) -> np.ndarray:
+def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, tmp_dir: str | None = None,
+              info: dict | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of `sigs` sharing at least one of `b` bands of `r` rows."""
     from neardup import lsh
 
     if len(sigs) < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r))
+    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info)
 
 
-def pairs_from_keys(keys: np.ndarray) -> np.ndarray:
+def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
+                    info: dict | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
-    share a key in at least one band."""
+    share a key in at least one band, sorted, each once.
+
+    Each band's (key, row) column is sorted to find its buckets: in memory (16 bytes per row,
+    one column per core at a time) when that fits in `sort_budget`, otherwise externally: the
+    column is split by the top bits of its keys into partition files small enough to sort in
+    the budget, and each partition is sorted on its own (equal keys always share a partition).
+    Both give the same pairs."""
     from neardup import lsh
 
-    if len(keys) < 2:
+    n = len(keys)
+    if n < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    pairs = lsh.candidate_pairs(keys)
-    return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
+    cores = os.cpu_count() or 1
+    if sort_budget is None or 16 * n * min(cores, keys.shape[1]) <= sort_budget:
+        pairs = lsh.candidate_pairs(keys)
+        return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
+    return _external_pairs(keys, sort_budget, tmp_dir, info if info is not None else {})
+
+
+#: At most this many partition files per band (each a key file and a row file).
+MAX_PARTS = 256
+
+
+def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict) -> np.ndarray:
+    n, b = keys.shape
+    rows_per_part = max(1024, sort_budget // 16)
+    parts = 2
+    while parts < MAX_PARTS and parts * rows_per_part < n:
+        parts *= 2
+    shift = np.uint64(64 - parts.bit_length() + 1)  # the top log2(parts) bits pick the partition
+    chunk = max(1 << 16, rows_per_part)
+    codes: list[np.ndarray] = []
+    with tempfile.TemporaryDirectory(prefix="neardup-bands-", dir=tmp_dir) as d:
+        for band in range(b):
+            kf = [open(os.path.join(d, f"k{j}"), "wb") for j in range(parts)]
+            rf = [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
+            try:
+                for s in range(0, n, chunk):
+                    col = np.ascontiguousarray(keys[s : s + chunk, band], dtype=np.uint64)
+                    rows = np.arange(s, s + len(col), dtype=np.uint32)
+                    part = (col >> shift).astype(np.int64)
+                    order = np.argsort(part, kind="stable")  # rows stay ascending within a part
+                    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+                    kc, rc = col[order], rows[order]
+                    for j in np.flatnonzero(np.diff(bounds)).tolist():
+                        kf[j].write(kc[bounds[j] : bounds[j + 1]].tobytes())
+                        rf[j].write(rc[bounds[j] : bounds[j + 1]].tobytes())
+            finally:
+                for f in kf + rf:
+                    f.close()
+            for j in range(parts):
+                k = np.fromfile(os.path.join(d, f"k{j}"), dtype=np.uint64)
+                if len(k) < 2:
+                    continue
+                r = np.fromfile(os.path.join(d, f"r{j}"), dtype=np.uint32)
+                local = np.asarray(_core.candidate_pairs(k.reshape(-1, 1)), dtype=np.int64).reshape(-1, 2)
+                if len(local):
+                    g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
+                    codes.append(g[:, 0] * n + g[:, 1])
+    info.update({"external_sort": True, "partitions_per_band": parts})
+    if not codes:
+        return np.zeros((0, 2), dtype=np.uint32)
+    u = np.unique(np.concatenate(codes))
+    return np.stack([u // n, u % n], axis=1).astype(np.uint32)
 
 
 def hamming_pairs(fps: np.ndarray, max_distance: int, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -7,8 +7,9 @@ What grows with the corpus, and where it goes:
 * per signed document: the rows the candidate stage reads (8 bytes per LSH band with exact
   verification; a whole signature otherwise) — kept in memory up to ``rows_budget``, then
   spilled to a memory-mapped file (``pipeline.store``);
-* the candidate stage sorts one band column at a time per thread (16 bytes per signed
-  document per thread) and the candidate pairs (8 bytes each);
+* the candidate stage sorts one band column at a time per core (16 bytes per signed document
+  per core) — in memory while that fits in ``sort_budget``, otherwise externally through
+  partition files (``pipeline.candidates``) — and keeps the candidate pairs (8 bytes each);
 * exact verification holds shingle sets of candidate documents while later pairs need them —
   at most ``verify_budget``, or it re-reads in more passes (``pipeline.reread``).
 
@@ -29,6 +30,7 @@ __all__ = ["MemoryPlan", "parse_size"]
 #: Shares of the limit for the spillable structures (the rest is for what cannot spill).
 ROWS_SHARE = 0.35
 VERIFY_SHARE = 0.25
+SORT_SHARE = 0.25
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -54,9 +56,10 @@ class MemoryPlan:
     limit: int | None
     rows_budget: int | None
     verify_budget: int | None
+    sort_budget: int | None = None
 
     @classmethod
     def for_limit(cls, limit: int | None) -> "MemoryPlan":
         if limit is None:
-            return cls(None, None, None)
-        return cls(limit, int(limit * ROWS_SHARE), int(limit * VERIFY_SHARE))
+            return cls(None, None, None, None)
+        return cls(limit, int(limit * ROWS_SHARE), int(limit * VERIFY_SHARE), int(limit * SORT_SHARE))

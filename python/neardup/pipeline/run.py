@@ -300,6 +300,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "rows_spilled_to_disk": store.spilled,
         "rows_budget_bytes": mem.rows_budget,
         "verify_budget_bytes": mem.verify_budget,
+        "sort_budget_bytes": mem.sort_budget,
     }
 
     # ---- candidates -----------------------------------------------------------------------
@@ -316,7 +317,12 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 "p_at_threshold": float(lsh.candidate_probability(opts.threshold, b, r)),
                 "curve": curve_table(b, r),
             }
-            cand = pairs_from_keys(rows) if keep_keys else lsh_pairs(rows, b, r)
+            sort_info: dict = {"external_sort": False}
+            if keep_keys:
+                cand = pairs_from_keys(rows, mem.sort_budget, opts.tmp_dir, sort_info)
+            else:
+                cand = lsh_pairs(rows, b, r, mem.sort_budget, opts.tmp_dir, sort_info)
+            memory["band_sort"] = sort_info
             hamming = None
         else:
             cand, hamming = hamming_pairs(rows, opts.max_distance, opts.threads)
