@@ -47,7 +47,7 @@ def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, 
 
 
 def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
-                    info: dict | None = None) -> np.ndarray:
+                    info: dict | None = None, external: bool = False) -> np.ndarray:
     """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
     share a key in at least one band, sorted, each once.
 
@@ -55,17 +55,19 @@ def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: s
     one column per core at a time) when that fits in `sort_budget`, otherwise externally: the
     column is split by the top bits of its keys into partition files small enough to sort in
     the budget, and each partition is sorted on its own (equal keys always share a partition).
-    Both give the same pairs."""
+    Both give the same pairs. ``external=True`` forces the external path (spilled keys: it
+    reads a memory map in chunks with plain reads, so its pages never count as resident)."""
     from neardup import lsh
 
     n = len(keys)
     if n < 2:
         return np.zeros((0, 2), dtype=np.uint32)
     cores = os.cpu_count() or 1
-    if sort_budget is None or 16 * n * min(cores, keys.shape[1]) <= sort_budget:
+    if not external and (sort_budget is None or 16 * n * min(cores, keys.shape[1]) <= sort_budget):
         pairs = lsh.candidate_pairs(keys)
         return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
-    return _external_pairs(keys, sort_budget, tmp_dir, info if info is not None else {})
+    budget = sort_budget if sort_budget is not None else 16 * n
+    return _external_pairs(keys, budget, tmp_dir, info if info is not None else {})
 
 
 #: At most this many partition files per band (each a key file and a row file).
@@ -87,7 +89,7 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
             rf = [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
             try:
                 for s in range(0, n, chunk):
-                    col = np.ascontiguousarray(keys[s : s + chunk, band], dtype=np.uint64)
+                    col = np.ascontiguousarray(_chunk(keys, s, min(n, s + chunk))[:, band], dtype=np.uint64)
                     rows = np.arange(s, s + len(col), dtype=np.uint32)
                     part = (col >> shift).astype(np.int64)
                     order = np.argsort(part, kind="stable")  # rows stay ascending within a part
@@ -109,10 +111,21 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                     g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
                     codes.append(g[:, 0] * n + g[:, 1])
     info.update({"external_sort": True, "partitions_per_band": parts})
+
     if not codes:
         return np.zeros((0, 2), dtype=np.uint32)
     u = np.unique(np.concatenate(codes))
     return np.stack([u // n, u % n], axis=1).astype(np.uint32)
+
+
+def _chunk(keys: np.ndarray, s: int, e: int) -> np.ndarray:
+    """Rows s..e of a key matrix; of a memory map by a plain read (no page stays mapped)."""
+    if isinstance(keys, np.memmap) and keys.filename:
+        width = keys.shape[1]
+        with open(keys.filename, "rb") as f:
+            f.seek(keys.offset + s * width * 8)
+            return np.fromfile(f, dtype=np.uint64, count=(e - s) * width).reshape(-1, width)
+    return keys[s:e]
 
 
 def hamming_pairs(fps: np.ndarray, max_distance: int, threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:

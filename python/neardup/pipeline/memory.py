@@ -5,18 +5,21 @@ What grows with the corpus, and where it goes:
 * per document, always in memory: ~60 bytes (id bytes and its index entry, time, source,
   input and record number, exact key, first-copy index, token count; ``pipeline.docs``);
 * per signed document: the rows the candidate stage reads (8 bytes per LSH band with exact
-  verification; a whole signature otherwise) — kept in memory up to ``rows_budget``, then
-  spilled to a memory-mapped file (``pipeline.store``);
+  verification; a whole signature otherwise) — kept in memory while they and the per-document
+  tables fit in ``rows_budget``, then spilled to a file (``pipeline.store``) that the band sort
+  reads back in chunks (not mapped, so its pages do not count as the process's memory);
 * the candidate stage sorts one band column at a time per core (16 bytes per signed document
   per core) — in memory while that fits in ``sort_budget``, otherwise externally through
   partition files (``pipeline.candidates``) — and keeps the candidate pairs (8 bytes each);
 * exact verification holds shingle sets of candidate documents while later pairs need them —
   at most ``verify_budget``, or it re-reads in more passes (``pipeline.reread``).
 
-Without a limit nothing spills and verification runs in one pass. With one, a fraction of it
-goes to each spillable structure; what cannot spill (per-document tables, sort columns, the
-result) is not counted against it, so the limit is a target for the tunable part, and the run
-report states the peak resident memory actually reached.
+Without a limit nothing spills and verification runs in one pass. With one, half goes to the
+per-document tables and the rows (the rows spill when the two together pass it), a fifth to the
+band sort and a fifth to held shingle sets; the rest is headroom for the interpreter and the
+batches of text in flight. The per-document tables themselves cannot spill (about 100 bytes per
+document plus the id): a limit below that is not met, and the run report states the peak
+resident memory actually reached next to the limit.
 """
 from __future__ import annotations
 
@@ -28,9 +31,9 @@ from neardup.errors import InvalidParameterError
 __all__ = ["MemoryPlan", "parse_size"]
 
 #: Shares of the limit for the spillable structures (the rest is for what cannot spill).
-ROWS_SHARE = 0.35
-VERIFY_SHARE = 0.25
-SORT_SHARE = 0.25
+ROWS_SHARE = 0.5  # the kept rows together with the per-document tables
+VERIFY_SHARE = 0.2
+SORT_SHARE = 0.2
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}

@@ -102,14 +102,20 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # needed for their LSH band keys, so only the keys are kept (8 bytes per band instead of 4
     # per permutation); estimates need the whole signature; SimHash keeps its fingerprint.
     band_rows: tuple[int, int] | None = None
+
+    def fixed() -> int:
+        # what shares the rows' budget: the per-document tables, the exact pass's map, and
+        # the exact key / first copy / token count arrays (20 bytes a document)
+        return docs.nbytes() + first_seen.heap_bytes() + 20 * len(docs)
+
     if opts.method == "minhash":
         band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
         keep_keys = opts.verify == "exact"
         store = RowStore(band_rows[0] if keep_keys else opts.num_perm, np.uint64 if keep_keys else np.uint32,
-                         mem.rows_budget, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
+                         mem.rows_budget, opts.tmp_dir, "band-keys" if keep_keys else "signatures", fixed)
     else:
         keep_keys = False
-        store = RowStore(1, np.uint64, mem.rows_budget, opts.tmp_dir, "fingerprints")
+        store = RowStore(1, np.uint64, mem.rows_budget, opts.tmp_dir, "fingerprints", fixed)
     try:
         return _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per_input, signer,
                            first_seen, exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows,
@@ -319,7 +325,8 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             }
             sort_info: dict = {"external_sort": False}
             if keep_keys:
-                cand = pairs_from_keys(rows, mem.sort_budget, opts.tmp_dir, sort_info)
+                # spilled keys are read back in chunks by the external sort (never mapped whole)
+                cand = pairs_from_keys(rows, mem.sort_budget, opts.tmp_dir, sort_info, external=store.spilled)
             else:
                 cand = lsh_pairs(rows, b, r, mem.sort_budget, opts.tmp_dir, sort_info)
             memory["band_sort"] = sort_info

@@ -20,7 +20,9 @@ __all__ = ["RowStore"]
 
 class RowStore:
     def __init__(self, width: int, dtype, budget_bytes: int | None, tmp_dir: str | None = None,
-                 name: str = "rows") -> None:
+                 name: str = "rows", shared_with=None) -> None:
+        """`shared_with`: a callable giving the bytes of other structures that share the budget
+        (the per-document tables): the rows spill once they and those together exceed it."""
         self.width = int(width)
         self.dtype = np.dtype(dtype)
         self.budget = budget_bytes
@@ -29,6 +31,7 @@ class RowStore:
         self.rows = 0
         self._parts: list[np.ndarray] = []
         self._ram = 0
+        self._shared_with = shared_with
         self._dir: str | None = None
         self._file = None
         self._map: np.ndarray | None = None
@@ -52,8 +55,10 @@ class RowStore:
             return
         self._parts.append(rows)
         self._ram += rows.nbytes
-        if self.budget is not None and self._ram > self.budget:
-            self._spill()
+        if self.budget is not None:
+            other = self._shared_with() if self._shared_with is not None else 0
+            if self._ram + other > self.budget:
+                self._spill()
 
     def _spill(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="neardup-", dir=self.tmp_parent)
@@ -62,6 +67,11 @@ class RowStore:
             self._file.write(p.tobytes())
         self._parts = []
         self._ram = 0
+
+    @property
+    def path(self) -> str | None:
+        """The spill file (None while the rows are in memory)."""
+        return os.path.join(self._dir, f"{self.name}.bin") if self._dir is not None else None
 
     def finish(self) -> np.ndarray:
         """All rows: an in-memory array, or a read-only memory map of the spill file."""
