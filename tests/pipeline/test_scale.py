@@ -38,7 +38,7 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path):
     assert tm["limit_bytes"] == 200 * 1024
     assert tm["rows_spilled_to_disk"] is True
     assert tm["verify_reread"]["passes"] > 1
-    assert "memory-mapped" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
+    assert "spilled to a file" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
     assert tm["band_sort"]["external_sort"] is True and tm["band_sort"]["partitions_per_band"] >= 2
     assert free.report["memory"]["band_sort"] == {"external_sort": False}
     assert _answer(tight) == _answer(free)

@@ -280,7 +280,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     log.stages.append(Stage("exact", t_exact, None, None, "normalise and hash; group identical texts", peak_rss_mb()))
     log.stages.append(Stage("signatures", t_sig, None, None,
                             ("band keys kept" if keep_keys else "signatures kept")
-                            + (", spilled to a memory-mapped file" if store.spilled else ", in memory"),
+                            + (", spilled to a file" if store.spilled else ", in memory"),
                             peak_rss_mb()))
     log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),
                 "note": "the whole first pass (read, exact, signatures overlap)"}
