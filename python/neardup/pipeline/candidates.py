@@ -81,7 +81,9 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
     while parts < MAX_PARTS and parts * rows_per_part < n:
         parts *= 2
     shift = np.uint64(64 - parts.bit_length() + 1)  # the top log2(parts) bits pick the partition
-    chunk = max(1 << 16, rows_per_part)
+    # rows read at a time: the whole-row chunk plus its column, row numbers, partition ids and
+    # order (about 8 x b + 40 bytes a row) stay within the budget
+    chunk = max(4096, sort_budget // (8 * b + 40))
     codes: list[np.ndarray] = []
     with tempfile.TemporaryDirectory(prefix="neardup-bands-", dir=tmp_dir) as d:
         for band in range(b):
