@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -931,16 +932,24 @@ class Index:
         batch = int(self._meta(conn, "next_batch"))
         conn.execute("BEGIN IMMEDIATE")
         try:
-            rows = []
-            for i, c in enumerate(plan.docs):
-                cm = plan.closest[i]
-                sig = (self._as_stored(plan.sigs[plan.sig_row[i]]).astype(self._sig_dtype).tobytes()
-                       if cfg.verify == "estimate" and plan.sig_row[i] >= 0 else None)
-                t = None if math.isnan(c.time) else c.time
-                rows.append((int(plan.doc_nums[i]), c.key, 1 if isinstance(c.id, int) else 0, t, c.source, now, batch,
-                             u2i(int(plan.exact_keys[i])), int(plan.cluster_of[i]), float(plan.new_sim[i]),
-                             plan.new_match[i], None if cm is None else str(cm[0]), None if cm is None else cm[1],
-                             plan.extras[i][1], *text_cols[i], plan.extras[i][0], sig))
+            # built column by column and zipped (200,000 rows of a day's add: a tuple each, not
+            # twenty numpy scalar conversions each)
+            docs_ = plan.docs
+            if cfg.verify == "estimate":
+                sigs = [(self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
+                        for r in plan.sig_row.tolist()]
+            else:
+                sigs = repeat(None, n)
+            cms = plan.closest
+            tcols = list(zip(*text_cols)) if n else [(), (), (), ()]
+            rows = list(zip(
+                plan.doc_nums.tolist(), [c.key for c in docs_], [1 if isinstance(c.id, int) else 0 for c in docs_],
+                [None if math.isnan(c.time) else c.time for c in docs_], [c.source for c in docs_],
+                repeat(now, n), repeat(batch, n),
+                np.asarray(plan.exact_keys, np.uint64).view(np.int64).tolist(),  # = u2i: SQLite integers are signed
+                plan.cluster_of.tolist(), np.asarray(plan.new_sim, np.float64).tolist(), plan.new_match,
+                [None if cm is None else str(cm[0]) for cm in cms], [None if cm is None else cm[1] for cm in cms],
+                [e[1] for e in plan.extras], *tcols, [e[0] for e in plan.extras], sigs))
             sw.lap("commit: document rows built")
             conn.executemany("INSERT INTO documents VALUES (" + ",".join("?" * 20) + ")", rows)
             sw.lap("commit: documents inserted")
