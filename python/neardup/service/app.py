@@ -7,6 +7,7 @@ being added. Every error is a JSON body ``{"error": {"status", "code", "message"
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 
 import orjson
@@ -370,6 +371,17 @@ def _jsonable(x):
     return json.loads(json.dumps(x, default=str))
 
 
+def _quiet_gc() -> None:
+    """Keep the cyclic GC from stalling requests (measured: single 50-150 ms pauses in the
+    p99 of a 200/s load). The loaded index (segment metadata, level 0's map, FastAPI's routes
+    and models) is frozen: later collections do not walk it again. The first generation's
+    threshold is raised so young collections come ~7x less often; the service's per-request
+    garbage is acyclic and freed by reference counting anyway."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(5000, 20, 100)
+
+
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
           max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
           sync: str = "full") -> int:
@@ -380,6 +392,8 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     idx = Index.open(directory, threads=threads, sync=sync)
     idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
     app = create_app(idx, max_body=max_body, max_batch=max_batch)
+    idx.query([{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}])
+    _quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
