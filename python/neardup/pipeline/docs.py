@@ -75,10 +75,11 @@ class DocTable:
 
     def source_rank(self, prefer: tuple[str, ...] | list[str]) -> np.ndarray:
         """Rank of each document's source in `prefer` (len(prefer) when not listed)."""
-        order = {s: i for i, s in enumerate(prefer)}
-        unlisted = len(prefer)
-        # one rank per distinct source, then one gather: no per-document Python work
-        per_code = np.array([order.get(s, unlisted) for s in self.source_names] + [unlisted], dtype=np.int64)
+        from neardup.pipeline.keepers import source_ranks
+
+        # one rank per distinct source (the keeper rule's own ranking), then one gather: no
+        # per-document Python work; the last entry is for documents without a source
+        per_code = source_ranks([*self.source_names, None], prefer)
         codes = np.frombuffer(self.source, dtype=np.int32).astype(np.int64)
         return per_code[codes]  # code -1 (no source) takes the last entry: unlisted
 
