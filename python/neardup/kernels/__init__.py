@@ -453,15 +453,28 @@ def _grouped(table: pa.Table):
     return u, v, starts
 
 
+def _stars(table: pa.Table):
+    """The grouped edges, each group's m = min(Γ(u) ∪ {u}) and m repeated over the group;
+    None for an empty table."""
+    g = _grouped(table)
+    if g is None:
+        return None
+    u, v, starts = g
+    m = np.minimum(np.minimum.reduceat(v, starts), u[starts])
+    return u, v, starts, m, np.repeat(m, np.diff(np.r_[starts, len(u)]))
+
+
+def _no_edges() -> pa.Table:
+    return pa.Table.from_arrays([pa.array([], pa.int64())] * 2, schema=_EDGES)
+
+
 def large_star(table: pa.Table) -> pa.Table:
     """Input: both directions of every edge, grouped by ``u``. For each node u with
     m = min(Γ(u) ∪ {u}), emit (v, m) for every neighbour v > u."""
-    g = _grouped(table)
+    g = _stars(table)
     if g is None:
-        return pa.Table.from_arrays([pa.array([], pa.int64())] * 2, schema=_EDGES)
-    u, v, starts = g
-    m = np.minimum(np.minimum.reduceat(v, starts), u[starts])
-    m_all = np.repeat(m, np.diff(np.r_[starts, len(u)]))
+        return _no_edges()
+    u, v, _, _, m_all = g
     sel = v > u
     return pa.Table.from_arrays([pa.array(v[sel], pa.int64()), pa.array(m_all[sel], pa.int64())], schema=_EDGES)
 
@@ -469,12 +482,10 @@ def large_star(table: pa.Table) -> pa.Table:
 def small_star(table: pa.Table) -> pa.Table:
     """Input: every edge as (larger, smaller), grouped by ``u`` (the larger end). For each
     node u with N = {v <= u} and m = min(N ∪ {u}), emit (v, m) for every v in N ∪ {u}, v != m."""
-    g = _grouped(table)
+    g = _stars(table)
     if g is None:
-        return pa.Table.from_arrays([pa.array([], pa.int64())] * 2, schema=_EDGES)
-    u, v, starts = g
-    m = np.minimum(np.minimum.reduceat(v, starts), u[starts])
-    m_all = np.repeat(m, np.diff(np.r_[starts, len(u)]))
+        return _no_edges()
+    u, v, starts, m, m_all = g
     nodes = np.concatenate([v, u[starts]])
     mins = np.concatenate([m_all, m])
     sel = nodes != mins
