@@ -257,29 +257,29 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_synth(a)
         if a.command in ("index", "serve"):
             return __import__("neardup.index.cli").index.cli.run(a)
-    except KeyboardInterrupt:
-        print("neardup: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except RecordError as exc:
-        print(f"neardup {a.command}: bad record: {exc}\n(use --on-error skip to skip bad records and list "
-              f"them in report.json)", file=sys.stderr)
-        return EXIT_RECORD
-    except InputFileError as exc:
-        print(f"neardup {a.command}: cannot read input: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except OutputError as exc:
-        print(f"neardup {a.command}: cannot write output: {exc}", file=sys.stderr)
-        return EXIT_OUTPUT
-    except InvalidParameterError as exc:
-        print(f"neardup {a.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except FileNotFoundError as exc:
-        print(f"neardup {a.command}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except NeardupError as exc:
-        print(f"neardup {a.command}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+    except (KeyboardInterrupt, Exception) as exc:
+        return exit_for(exc, a.command, [
+            (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup: interrupted"),
+            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}\n(use --on-error skip to skip bad "
+                                       "records and list them in report.json)"),
+            (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
+            (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
+            (InvalidParameterError, EXIT_USAGE, "neardup {prog}: {exc}"),
+            (FileNotFoundError, EXIT_INPUT, "neardup {prog}: {exc}"),
+            (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
+        ])
     return EXIT_USAGE
+
+
+def exit_for(exc: BaseException, prog: str, rules: list[tuple]) -> int:
+    """Print the message of the first rule ``(exception types, exit code, template)`` that
+    matches `exc` and return its code; an error no rule names is raised again. One mechanism
+    for every subcommand (``neardup index`` and ``serve`` pass their own rules)."""
+    for types, code, template in rules:
+        if isinstance(exc, types):
+            print(template.format(prog=prog, exc=exc), file=sys.stderr)
+            return code
+    raise exc
 
 
 def entry() -> None:  # pragma: no cover

@@ -15,7 +15,8 @@ import time
 from datetime import datetime, timezone
 
 # The neardup command's exit codes, defined once in neardup/cli.py; the index adds 6-9.
-from neardup.cli import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_RECORD, EXIT_USAGE
+from neardup.cli import (EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_RECORD, EXIT_USAGE,
+                         exit_for)
 
 EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND = 6, 7, 8, 9
 
@@ -180,39 +181,20 @@ def run(a: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         return _INDEX[a.index_command](a)
-    except KeyboardInterrupt:
-        print(f"neardup {name}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except IndexLockedError as exc:
-        print(f"neardup {name}: {exc}", file=sys.stderr)
-        return EXIT_LOCKED
-    except IndexCorruptError as exc:
-        print(f"neardup {name}: the index is damaged: {exc}", file=sys.stderr)
-        return EXIT_CORRUPT
-    except IndexConfigError as exc:
-        print(f"neardup {name}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except (IndexNotFoundError, IndexExistsError, DocumentNotFoundError) as exc:
-        print(f"neardup {name}: {exc}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except DuplicateIdError as exc:
-        print(f"neardup {name}: {exc}; nothing was added", file=sys.stderr)
-        return EXIT_RECORD
-    except RecordError as exc:
-        print(f"neardup {name}: bad record: {exc}; nothing was added", file=sys.stderr)
-        return EXIT_RECORD
-    except InputFileError as exc:
-        print(f"neardup {name}: cannot read input: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except OutputError as exc:
-        print(f"neardup {name}: cannot write output: {exc}", file=sys.stderr)
-        return EXIT_OUTPUT
-    except (InvalidParameterError, ValueError) as exc:
-        print(f"neardup {name}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except NeardupError as exc:
-        print(f"neardup {name}: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
+    except (KeyboardInterrupt, Exception) as exc:
+        return exit_for(exc, name, [
+            (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup {prog}: interrupted"),
+            (IndexLockedError, EXIT_LOCKED, "neardup {prog}: {exc}"),
+            (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
+            (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
+            ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
+            (DuplicateIdError, EXIT_RECORD, "neardup {prog}: {exc}; nothing was added"),
+            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}; nothing was added"),
+            (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
+            (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
+            ((InvalidParameterError, ValueError), EXIT_USAGE, "neardup {prog}: {exc}"),
+            (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
+        ])
 
 
 def _init(a) -> int:
