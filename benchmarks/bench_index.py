@@ -286,6 +286,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
+    ap.add_argument("--day-only", action="store_true",
+                    help="with --keep: time the day's add again on a fresh copy of the kept 1M snapshot "
+                         "(OUT/ix-before-day), then stop")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     res: dict = {"archive": a.archive, "day": a.day, "words": a.words, "cpus": os.cpu_count(),
@@ -299,6 +302,12 @@ def main() -> None:
         os.unlink(corpus)
         print(f"corpus: {a.archive:,} + {a.day:,} articles in {time.perf_counter() - t0:.1f} s", flush=True)
     d = os.path.join(a.out, "ix")
+    snap = d + "-before-day"
+    if a.day_only:
+        day_add(res, d, snap, day, a.day)
+        with open(os.path.join(a.out, "results-day.json"), "w") as f:
+            json.dump(res, f, indent=2)
+        return
     if not (a.keep and os.path.exists(d)):
         shutil.rmtree(d, ignore_errors=True)
         neardup("index", "init", d)
@@ -310,20 +319,11 @@ def main() -> None:
             print(f"archive add of {a.archive // a.chunks:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU", flush=True)
             os.unlink(c)
         res["archive_adds_s"] = t_build
-        # the day's add: a fresh process, end to end (import, read JSONL, check, sign, look up,
-        # verify, cluster, write, commit)
-        snap = d + "-before-day"
+        # the archive before the day is kept (OUT/ix-before-day) so that --keep --day-only can
+        # time the day's add again on a fresh copy
         shutil.rmtree(snap, ignore_errors=True)
         shutil.copytree(d, snap)
-        dt, out = neardup("index", "add", d, day, "--json")
-        res["day_add_s"] = dt
-        res["day_add_cpu_s"] = CPU[-1]
-        res["day_add"] = json.loads(out.strip().splitlines()[-1])
-        print(f"day's add of {a.day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
-              f"load average {os.getloadavg()}", flush=True)
-        # the same add in-process, timed by stage
-        res["day_add_stages"] = stage_breakdown(snap, day)
-        shutil.rmtree(snap, ignore_errors=True)
+        day_add(res, d, snap, day, a.day)
     r = reopen_probe(d)
     res["reopen"] = r
     print(f"reopen: open {r['open_s']:.3f} s, first query (loads + checks segments) {r['first_query_s']:.3f} s, "
@@ -369,31 +369,44 @@ def main() -> None:
     print(f"wrote {os.path.join(a.out, 'results.json')}")
 
 
+def day_add(res: dict, d: str, snap: str, day: str, n_day: int) -> None:
+    """The day's add onto a fresh copy of the archive: a fresh process, end to end (import, read
+    JSONL, check, sign, look up, verify, cluster, write, commit), then the same add in-process on
+    another fresh copy, timed by stage."""
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(snap, d)
+    res["load_average_before_day"] = os.getloadavg()
+    dt, out = neardup("index", "add", d, day, "--json")
+    res["day_add_s"] = dt
+    res["day_add_cpu_s"] = CPU[-1]
+    res["day_add"] = json.loads(out.strip().splitlines()[-1])
+    print(f"day's add of {n_day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
+          f"load average {os.getloadavg()}", flush=True)
+    tmp = d + "-stages"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(snap, tmp)
+    res["day_add_stages"] = stage_breakdown(tmp, day)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def stage_breakdown(d: str, day: str) -> dict:
-    """The day's add in-process, with the time of each stage (cProfile-free: wall clock around
-    the Index's own steps)."""
+    """The day's add in-process, with the time of each stage (``Index.last_stages``: wall clock
+    around the add's own steps, nothing timed per document)."""
     code = f"""
-import json, time
+import json, time, resource
 t0 = time.perf_counter()
 from neardup.index import Index
-import neardup.index.core as core
 ix = Index.open({d!r})
 t1 = time.perf_counter()
-docs, extras = ix._checked({day!r}, None, 5_000_000)
+c1 = time.process_time()
+v = ix.add({day!r})
 t2 = time.perf_counter()
-conn = ix._writer()
-pending = ix._append_texts(conn, docs)  # as add_checked does: the text log written during the plan
-plan = ix._plan(conn, docs, extras)
-t3 = time.perf_counter()
-ix._commit(conn, plan, time.time(), None, pending)
-t4 = time.perf_counter()
-print(json.dumps({{"open_s": t1 - t0, "read_and_check_s": t2 - t1, "plan_s": t3 - t2, "commit_s": t4 - t3,
-                  "total_s": t4 - t0, "stages": ix.last_stages}}))
+print(json.dumps({{"open_s": t1 - t0, "add_s": t2 - t1, "add_cpu_s": time.process_time() - c1,
+                  "stages": ix.last_stages}}))
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     out = json.loads(r.stdout)
-    print(f"  in-process: read+check {out['read_and_check_s']:.2f} s, plan (exact pass, signatures, lookups, "
-          f"verification, clusters, keepers) {out['plan_s']:.2f} s, commit {out['commit_s']:.2f} s", flush=True)
+    print(f"  in-process: add {out['add_s']:.2f} s wall, {out['add_cpu_s']:.2f} s CPU; by stage:", flush=True)
     for k, v in out["stages"].items():
         print(f"    {k}: {v:.2f} s", flush=True)
     return out

@@ -145,8 +145,9 @@ def test_corrupt_or_truncated_text_is_reported(tmp_path, corpus, monkeypatch):
             ix.get_document(corpus[0]["id"])
         with pytest.raises(IndexCorruptError):
             ix.check()
-        # a near-duplicate of it needs its text for verification: reported, not used
-        with pytest.raises(IndexCorruptError):
+        # a near-duplicate of it needs its text for verification (read in bulk): reported,
+        # naming the document, not used
+        with pytest.raises(IndexCorruptError, match=f"text of {corpus[0]['id']!r} fails its checksum"):
             ix.query(corpus[0]["text"] + " extra words here")
     data = texts.read_bytes()
     texts.write_bytes(data[: len(data) // 2])
@@ -163,9 +164,10 @@ def test_corrupt_database_is_reported(tmp_path, corpus, monkeypatch):
         Index.open(d)
 
 
-def test_failed_large_add_leaves_only_garbage_past_the_committed_text(tmp_path):
+def test_failed_large_add_leaves_only_garbage_past_the_committed_text(tmp_path, monkeypatch):
     """A large add writes its texts (in a background thread) while it is planned; when the plan
-    then fails, those bytes belong to nothing and the next add overwrites them."""
+    then fails, those bytes belong to nothing and the next add overwrites them. A duplicate id
+    is found while the batch is read, before any text is written."""
     from neardup.index import DuplicateIdError
     from neardup.index.append import BACKGROUND_MIN
 
@@ -177,6 +179,15 @@ def test_failed_large_add_leaves_only_garbage_past_the_committed_text(tmp_path):
         bad = docs[50 : 50 + BACKGROUND_MIN + 10] + [docs[0]]  # the last id is already indexed
         with pytest.raises(DuplicateIdError):
             ix.add(bad)
+        assert os.path.getsize(d / "texts-000001.dat") == committed  # nothing written
+
+        def failing_plan(*a, **k):
+            raise RuntimeError("the plan failed")
+
+        monkeypatch.setattr(ix, "_plan", failing_plan)
+        with pytest.raises(RuntimeError, match="the plan failed"):
+            ix.add(docs[50 : 50 + BACKGROUND_MIN + 10])
+        monkeypatch.undo()
         assert ix._last_text_file(ix._conn())[2] == committed
         assert os.path.getsize(d / "texts-000001.dat") > committed  # the garbage was written
         ix.add(docs[50:])

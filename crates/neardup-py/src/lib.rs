@@ -6,8 +6,10 @@ mod convert;
 mod errors;
 mod functions;
 mod minhash;
+mod postings; // the persistent index's band look-up
 mod shingler;
 mod tables; // compact per-document tables for large jobs
+mod textlog; // the persistent index's text log, read in bulk
 
 use pyo3::prelude::*;
 
@@ -36,5 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;
     allpairs::register(m)?;
     tables::register(m)?;
+    postings::register(m)?;
+    textlog::register(m)?;
     Ok(())
 }

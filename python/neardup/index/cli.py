@@ -224,7 +224,7 @@ def _add(a) -> int:
         verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
         st = idx.stats()
     dt = time.perf_counter() - t0
-    dup = sum(v.status == "duplicate" for v in verdicts)
+    dup = verdicts.duplicates
     if a.verdicts:
         with atomic_open(a.verdicts) as f:
             for v in verdicts:

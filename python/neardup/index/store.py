@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neardup import _core
+from neardup.errors import InvalidInputError
+
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
@@ -262,35 +265,15 @@ class L0:
 
 def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All (query index, document) with keys[query] == posting key, over sorted posting arrays."""
-    qi_parts, d_parts = [], []
     if len(q) == 0 or not any(len(k) for k, _ in arrays):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     if len(q) <= SMALL_QUERY:
         return _lookup_few(arrays, q, tomb)
-    # sorted needles: numpy's binary search then walks forward from the last hit (cache friendly)
-    order = np.argsort(q, kind="stable")
-    qs = q[order]
-    for keys, docs in arrays:
-        if len(keys) == 0:
-            continue
-        lo = np.searchsorted(keys, qs, "left")
-        hit = np.flatnonzero(keys[np.minimum(lo, len(keys) - 1)] == qs)
-        if len(hit) == 0:
-            continue
-        lo = lo[hit]
-        hi = np.searchsorted(keys, qs[hit], "right")
-        cnt = hi - lo
-        tot = int(cnt.sum())
-        qi = np.repeat(order[hit], cnt)
-        starts = np.repeat(lo - (np.cumsum(cnt) - cnt), cnt)
-        pos = starts + np.arange(tot)
-        qi_parts.append(qi)
-        d_parts.append(docs[pos])
-    if not qi_parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    qi = np.concatenate(qi_parts)
-    d = np.concatenate(d_parts).astype(np.int64)
-    if len(tomb):
+    # the Rust merge: queries sorted once, each segment walked forward with galloping skips
+    # (numpy.searchsorted per segment cost ~2 s of a 200,000-article day's add on 1M)
+    live = [(k, d) for k, d in arrays if len(k)]
+    qi, d = _core.postings_lookup([k for k, _ in live], [d for _, d in live], np.ascontiguousarray(q, dtype=np.uint64))
+    if len(tomb) and len(d):
         m = ~np.isin(d, tomb)
         qi, d = qi[m], d[m]
     return qi, d
@@ -351,6 +334,21 @@ class TextLog:
         if zlib.crc32(data) != (crc & 0xFFFFFFFF):
             raise IndexCorruptError(f"text of {what} fails its checksum in {name}")
         return data.decode("utf-8")
+
+    def read_many(self, name: str, offsets: list[int], lengths: list[int], crcs: list[int], what) -> list[str]:
+        """Many texts of one file in one call (Rust: parallel positioned reads, CRC and UTF-8
+        checks, GIL released). `what(i)` names the i-th text's document for an error."""
+        if not offsets:
+            return []
+        fd = self._fd(name)
+        try:
+            return _core.read_texts(fd, np.asarray(offsets, np.uint64), np.asarray(lengths, np.uint32),
+                                    np.asarray([c & 0xFFFFFFFF for c in crcs], np.uint32))
+        except InvalidInputError as exc:
+            kind = str(exc)
+            why = {"truncated": "is truncated", "checksum": "fails its checksum", "utf-8": "is not valid UTF-8"}.get(
+                kind, f"cannot be read ({kind})")
+            raise IndexCorruptError(f"text of {what(exc.index)} {why} in {name}") from None
 
     def retire(self, names: list[str]) -> None:
         """Files a compact has replaced: forget them, but keep their descriptors open until
