@@ -41,7 +41,9 @@ def register(sub) -> None:
 
     q = isub.add_parser("init", help="create an index in DIR")
     q.add_argument("dir", metavar="DIR")
-    q.add_argument("--method", default="minhash", choices=["minhash"])
+    q.add_argument("--method", default="minhash", choices=["minhash", "simhash"])
+    q.add_argument("--max-distance", type=int, default=3,
+                   help="with --method simhash: candidates are fingerprints within this many bits")
     q.add_argument("--k", type=int, default=5)
     q.add_argument("--unit", choices=["word", "whitespace", "char"], default="word")
     q.add_argument("--num-perm", type=int, default=128)
@@ -206,7 +208,8 @@ def _init(a) -> int:
                        scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
                        threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
                        measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
-                       store_text=not a.no_text, signature_bits=a.signature_bits, segment_min=a.segment_min, l0_max=a.l0_max)
+                       store_text=not a.no_text, signature_bits=a.signature_bits, max_distance=a.max_distance,
+                       segment_min=a.segment_min, l0_max=a.l0_max)
     c = idx.config
     idx.close()
     print(f"created index {a.dir}: {c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "

@@ -40,7 +40,7 @@ from neardup.index.errors import (
 from neardup.index.segment import Postings, write_segment
 from neardup.index.append import PendingTexts
 from neardup.index.bulk import Const, insert_columns
-from neardup.index.intake import Signed, read_and_sign, read_checked, sign
+from neardup.index.intake import Signed, popcount64, read_and_sign, read_checked, sign
 from neardup.index.migrate import migrate_1_to_2
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
@@ -60,7 +60,7 @@ __all__ = ["Index", "IndexConfig", "Verdict"]
 PROBE_TEXT = "the monsoon session of parliament begins on monday with a debate on the data bill"
 
 CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
-               "verify", "measure", "prefer_source", "store_text", "signature_bits")
+               "verify", "measure", "prefer_source", "store_text", "signature_bits", "max_distance")
 
 
 _D = DedupOptions()  # the index's defaults are dedup's, so that they stay the same
@@ -89,17 +89,23 @@ class IndexConfig:
     #: probability 2^-16, so an estimate can exceed the 32-bit one by 1/num_perm, for about
     #: num_perm * 2^-16 (0.2% at 128) of pairs)
     signature_bits: int = 32
+    #: SimHash: candidates are fingerprints within this many bits (found through max_distance + 1
+    #: tables of fingerprint blocks, as ``neardup dedup --method simhash``)
+    max_distance: int = _D.max_distance
 
     def options(self, threads: int | None = None) -> DedupOptions:
         return DedupOptions(method=self.method, k=self.k, unit=self.unit, num_perm=self.num_perm,
                             scheme=self.scheme, seed=self.seed, threshold=self.threshold, recall=self.recall,
-                            bands=self.bands, rows=self.rows, verify=self.verify, measure=self.measure,
+                            bands=self.bands if self.method == "minhash" else None,
+                            rows=self.rows if self.method == "minhash" else None, verify=self.verify,
+                            measure=self.measure, max_distance=self.max_distance,
                             prefer_source=tuple(self.prefer_source), threads=threads)
 
     def check(self) -> None:
-        if self.method != "minhash":
-            raise InvalidParameterError(
-                "the index supports method 'minhash' (SimHash indexes are not implemented yet)")
+        if self.method not in ("minhash", "simhash"):
+            raise InvalidParameterError(f"method must be 'minhash' or 'simhash', got {self.method!r}")
+        if self.method == "simhash" and self.signature_bits != 32:
+            raise InvalidParameterError("signature_bits applies to MinHash (a SimHash index keeps 64-bit fingerprints)")
         if self.verify == "exact" and not self.store_text:
             raise InvalidParameterError("verify 'exact' needs the texts: use store_text=True or verify='estimate'")
         if self.signature_bits not in (16, 32):
@@ -108,6 +114,11 @@ class IndexConfig:
             raise InvalidParameterError("signature_bits applies to verify='estimate' (exact verification stores "
                                         "no signatures)")
         self.options().check()
+        if self.method == "simhash":
+            # one table per block of the fingerprint: a pair within max_distance bits agrees on
+            # at least one of max_distance + 1 blocks (pigeonhole); rows: the widest block's bits
+            self.bands, self.rows = self.max_distance + 1, -(-64 // (self.max_distance + 1))
+            return
         b, r = choose_bands(self.threshold, self.num_perm, self.recall, self.bands, self.rows)
         self.bands, self.rows = b, r
 
@@ -198,9 +209,8 @@ class Index:
             conn = sqlite3.connect(tmp, isolation_level=None)
             conn.executescript(SCHEMA)
             now = time.time()
-            probe = Signer(cfg.options()).batch([PROBE_TEXT])[0]
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
-                    "neardup_version": neardup.__version__, "probe": probe.astype("<u4").tobytes().hex(),
+                    "neardup_version": neardup.__version__, "probe": _probe(cfg),
                     "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
                     "tuning": tuning.to_json()}
             conn.execute("BEGIN")
@@ -267,7 +277,7 @@ class Index:
             conn.close()
             raise IndexConfigError(f"{directory}: settings differ from the index's, refusing to mix signatures: "
                                    + "; ".join(diffs))
-        probe = Signer(cfg.options()).batch([PROBE_TEXT])[0].astype("<u4").tobytes().hex()
+        probe = _probe(cfg)
         if probe != meta.get("probe"):
             conn.close()
             raise IndexConfigError(
@@ -503,13 +513,26 @@ class Index:
             if int(arch_exact[i]) not in meta:  # removed since the postings were read
                 arch_exact[i] = -1
 
+        if cfg.method == "simhash":
+            # a candidate shares a block; it is one when the whole fingerprints are within
+            # max_distance bits (as neardup dedup's SimHash tables)
+            fa = self._sigs_of(conn, cd.tolist(), meta)
+            far = np.array([fa[d][0] for d in cd.tolist()], np.uint64)
+            ok = popcount64(sigs[sig_row[ci], 0] ^ far) <= cfg.max_distance
+            ci, cd = ci[ok], cd[ok]
+            ok = popcount64(sigs[sig_row[bp[:, 0]], 0] ^ sigs[sig_row[bp[:, 1]], 0]) <= cfg.max_distance
+            bp = bp[ok]
+
         sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
         sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache)
         sw.lap("plan: verification")
-        ok_a = sims_a >= cfg.threshold
-        ok_b = sims_b >= cfg.threshold
+        # SimHash's estimate is its distance check: every candidate within max_distance is a pair
+        # (as neardup dedup); otherwise the similarity must reach the threshold
+        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        ok_a = sims_a >= bar
+        ok_b = sims_b >= bar
         ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
         bp, sims_b = bp[ok_b], sims_b[ok_b]
 
@@ -726,19 +749,41 @@ class Index:
         out = {}
         for d in doc_list:
             blob = rows[d]["signature"]
-            if blob is None or len(blob) != self._sig_dtype.itemsize * self.config.num_perm:
+            if blob is None or len(blob) != self._sig_dtype.itemsize * self._sig_width:
                 raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
-            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint32)
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint64 if self.config.method == "simhash"
+                                                                      else np.uint32)
         return out
 
     @property
     def _sig_dtype(self) -> np.dtype:
+        if self.config.method == "simhash":
+            return np.dtype("<u8")
         return np.dtype("<u2") if self.config.signature_bits == 16 else np.dtype("<u4")
+
+    @property
+    def _sig_width(self) -> int:
+        """Values per stored signature: num_perm MinHash values, or one SimHash fingerprint."""
+        return 1 if self.config.method == "simhash" else self.config.num_perm
+
+    @property
+    def _stores_sigs(self) -> bool:
+        """Signatures are kept for estimates, and SimHash fingerprints always (the candidates'
+        distance check needs the archive's fingerprints: 8 bytes an article)."""
+        return self.config.verify == "estimate" or self.config.method == "simhash"
+
+    def _estimate(self, mat: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        """The signature estimate of each pair of rows of `mat`: MinHash's share of equal values,
+        SimHash's 1 - distance / 64 (as ``neardup dedup``)."""
+        if self.config.method == "simhash":
+            pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+            return 1.0 - popcount64(mat[pairs[:, 0], 0] ^ mat[pairs[:, 1], 0]) / 64.0
+        return estimate_pairs(mat, pairs)
 
     def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
         """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
         estimate against the archive or the batch is the same whichever add brought it."""
-        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 else sigs
+        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.method == "minhash" else sigs
 
     def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict) -> list[np.ndarray]:
         """Shingle hash sets of ("b", batch index) and ("a", archive document) items, each
@@ -768,7 +813,7 @@ class Index:
         else:
             asg = self._sigs_of(conn, al, meta)
             mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
-            sims = estimate_pairs(mat, allp)
+            sims = self._estimate(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
         return sims[: len(pa)], sims[len(pa) :]
 
@@ -804,7 +849,7 @@ class Index:
         else:
             asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])
             mat = np.stack([self._as_stored(sigs[sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
-            sims = estimate_pairs(mat, pr)
+            sims = self._estimate(mat, pr)
         for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
             self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
 
@@ -950,7 +995,7 @@ class Index:
             # column by column, constants and NULLs as literals (bulk.py: binding parameters is
             # most of the cost of 200,000 rows)
             docs_ = plan.docs
-            if cfg.verify == "estimate":
+            if self._stores_sigs:
                 sigs = [(self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
                         for r in plan.sig_row.tolist()]
             else:
@@ -1147,7 +1192,7 @@ class Index:
                         sims = verify_exact(HashSets(self.signer.hashes([tx[d] for d in ds2])), pr, self.config.measure)
                     else:
                         sg = self._sigs_of(conn, ds2)
-                        sims = estimate_pairs(np.stack([sg[d] for d in ds2]), pr)
+                        sims = self._estimate(np.stack([sg[d] for d in ds2]), pr)
                     for m, s in zip(jobs, np.asarray(sims).tolist()):
                         doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
         conn.execute("BEGIN IMMEDIATE")
@@ -1416,6 +1461,13 @@ def _cluster_row(rows, prefer) -> dict:
         others = [others[int(i)] for i in ordered]
     return {"cluster": rows[0][0], "keeper": keeper, "size": len(rows),
             "members": [{"id": int(r[4]) if r[5] else r[4], "similarity": r[6], "match": r[7]} for r in others]}
+
+
+def _probe(cfg: IndexConfig) -> str:
+    """The signature of a fixed text, stored at creation and compared on every open: a build
+    that signs differently is refused instead of silently mixing signatures."""
+    sig = np.asarray(Signer(cfg.options()).batch([PROBE_TEXT]))[0]
+    return np.asarray(sig).astype("<u4" if cfg.method == "minhash" else "<u8").tobytes().hex()
 
 
 class _Job:

@@ -24,7 +24,7 @@ from neardup.io.readers import open_sources
 from neardup.io.records import Checked, Fields, Limits, check_record
 from neardup.pipeline.signer import Signer, exact_keys
 
-__all__ = ["Signed", "records", "read_checked", "read_and_sign", "sign"]
+__all__ = ["Signed", "records", "read_checked", "read_and_sign", "sign", "popcount64", "simhash_blocks"]
 
 #: documents per chunk handed from the reader thread to the signer
 CHUNK = 16384
@@ -69,19 +69,49 @@ def read_checked(inputs: Any, fields: Fields, max_chars: int) -> tuple[list[Chec
     return docs, extras
 
 
+def popcount64(x: np.ndarray) -> np.ndarray:
+    """Set bits of each uint64 (numpy >= 2 has it built in; 1.26 counts bytes)."""
+    x = np.ascontiguousarray(x, dtype=np.uint64)
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
+
+
+def simhash_blocks(fps: np.ndarray, blocks: int) -> np.ndarray:
+    """(n, blocks) keys: the fingerprint's bits cut into `blocks` runs (the first 64 % blocks
+    one bit wider). Two fingerprints within blocks - 1 bits agree on at least one block."""
+    fps = np.asarray(fps, np.uint64).reshape(-1)
+    out = np.empty((len(fps), blocks), np.uint64)
+    base, extra = divmod(64, blocks)
+    shift = 0
+    for j in range(blocks):
+        width = base + (1 if j < extra else 0)
+        mask = np.uint64((1 << width) - 1)
+        out[:, j] = (fps >> np.uint64(shift)) & mask
+        shift += width
+    return out
+
+
 def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int | None) -> Signed:
-    """Exact keys, signatures and band keys of `texts` (one chunk or a whole batch)."""
+    """Exact keys, signatures and band keys of `texts` (one chunk or a whole batch). SimHash:
+    the signature is the (n, 1) fingerprint and the band keys are its blocks."""
     n = len(texts)
+    simhash = signer.opts.method == "simhash"
+    width, dtype = (1, np.uint64) if simhash else (signer.opts.num_perm, np.uint32)
     if n == 0:
-        return Signed(np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros((0, signer.opts.num_perm), np.uint32),
-                      np.zeros((0, bands), np.uint64))
+        return Signed(np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros((0, width), dtype), np.zeros((0, bands), np.uint64))
     ek, ntok = exact_keys(texts, threads)
     has_tok = ntok > 0
     ek = np.where(has_tok, ek, np.uint64(0))
     tok = np.flatnonzero(has_tok)
-    sigs = signer.batch(texts if len(tok) == n else [texts[i] for i in tok.tolist()]) if len(tok) else \
-        np.zeros((0, signer.opts.num_perm), np.uint32)
-    bk = _core.band_keys(np.ascontiguousarray(sigs), bands, rows, threads) if len(tok) else np.zeros((0, bands), np.uint64)
+    if not len(tok):
+        return Signed(ek, has_tok, np.zeros((0, width), dtype), np.zeros((0, bands), np.uint64))
+    sigs = signer.batch(texts if len(tok) == n else [texts[i] for i in tok.tolist()])
+    if simhash:
+        sigs = np.asarray(sigs, np.uint64).reshape(-1, 1)
+        bk = simhash_blocks(sigs, bands)
+    else:
+        bk = _core.band_keys(np.ascontiguousarray(sigs), bands, rows, threads)
     return Signed(ek, has_tok, sigs, bk)
 
 
