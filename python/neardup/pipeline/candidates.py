@@ -13,7 +13,7 @@ import numpy as np
 from neardup import _core
 from neardup.errors import InvalidParameterError
 
-__all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs"]
+__all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
 
 
 def choose_bands(threshold: float, num_perm: int, recall: float = 0.95, bands: int | None = None,
@@ -72,6 +72,17 @@ def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: s
 
 #: At most this many partition files per band (each a key file and a row file).
 MAX_PARTS = 256
+#: Fewest rows the external sort reads at a time (fewer only makes more reads of the file).
+MIN_CHUNK = 256
+#: Bytes per row of a chunk in flight: the rows, their column, row numbers, partition ids
+#: and order.
+def _chunk_row_bytes(b: int) -> int:
+    return 8 * b + 40
+
+
+def min_sort_bytes(n: int, b: int) -> int:
+    """The least the external band sort can run in: a chunk of rows and one partition."""
+    return min(n, MIN_CHUNK) * _chunk_row_bytes(b) + 48 * (n // MAX_PARTS + 1)
 
 
 def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict) -> np.ndarray:
@@ -82,11 +93,12 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
         parts *= 2
     shift = np.uint64(64 - parts.bit_length() + 1)  # the top log2(parts) bits pick the partition
     # rows read at a time: the whole-row chunk plus its column, row numbers, partition ids and
-    # order (about 8 x b + 40 bytes a row) stay within the budget
-    chunk = max(4096, sort_budget // (8 * b + 40))
-    codes: list[np.ndarray] = []
+    # order stay within the budget
+    chunk = max(MIN_CHUNK, sort_budget // _chunk_row_bytes(b))
+    found = np.zeros(0, np.int64)  # pair codes i * n + j so far, distinct
     with tempfile.TemporaryDirectory(prefix="neardup-bands-", dir=tmp_dir) as d:
         for band in range(b):
+            codes: list[np.ndarray] = []
             kf = [open(os.path.join(d, f"k{j}"), "wb") for j in range(parts)]
             rf = [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
             try:
@@ -112,12 +124,10 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                 if len(local):
                     g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
                     codes.append(g[:, 0] * n + g[:, 1])
+            if codes:  # merged band by band: a pair found in several bands is held once
+                found = np.union1d(found, np.concatenate(codes))
     info.update({"external_sort": True, "partitions_per_band": parts})
-
-    if not codes:
-        return np.zeros((0, 2), dtype=np.uint32)
-    u = np.unique(np.concatenate(codes))
-    return np.stack([u // n, u % n], axis=1).astype(np.uint32)
+    return np.stack([found // n, found % n], axis=1).astype(np.uint32)
 
 
 def _chunk(keys: np.ndarray, s: int, e: int) -> np.ndarray:

@@ -18,10 +18,24 @@ import numpy as np
 from neardup.io.records import check_record
 from neardup.pipeline.verify import HashSets, verify_exact
 
-__all__ = ["RereadStats", "verify_reread", "plan_passes", "set_bytes_estimate"]
+__all__ = ["RereadStats", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
 
 #: Per held set: the NumPy array header and the dict entry around the 8-byte hashes.
 SET_OVERHEAD = 160
+#: Per pair while verifying: the sorted copy, its similarity, the b-order and the slices.
+PAIR_BYTES = 96
+
+
+def working_bytes(ntok: np.ndarray, pairs: int, batch_size: int, k: int) -> int:
+    """What a re-read needs besides the held sets: its pair arrays, and one batch of records
+    (the parsed record and text, about 4 bytes a token as UTF-8 and more as Python objects)
+    with their shingle sets; from the largest documents, so a batch of them still fits."""
+    if len(ntok) == 0:
+        return PAIR_BYTES * pairs
+    m = min(len(ntok), batch_size)
+    big = np.partition(ntok, len(ntok) - m)[-m:]
+    per_doc = 24 * big.astype(np.int64) + 8 * np.maximum(big.astype(np.int64) - k + 1, 1) + 1024
+    return int(PAIR_BYTES * pairs + per_doc.sum())
 
 
 @dataclass
@@ -71,9 +85,9 @@ def plan_passes(a_docs: np.ndarray, last_b: np.ndarray, size: np.ndarray, budget
 
 
 def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts, *, budget: int | None,
-                  size: np.ndarray, progress=None) -> tuple[np.ndarray, RereadStats]:
-    """Exact similarity (``opts.measure``) of every pair of document indices; `size` is the
-    per-document set size estimate (:func:`set_bytes_estimate`)."""
+                  size, progress=None) -> tuple[np.ndarray, RereadStats]:
+    """Exact similarity (``opts.measure``) of every pair of document indices; `size(docs)`
+    gives the set size estimates of documents `docs` (:func:`set_bytes_estimate`)."""
     stats = RereadStats()
     m = len(pairs)
     sims = np.zeros(m, dtype=np.float64)
@@ -84,13 +98,14 @@ def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts
     a_docs, inv = np.unique(a, return_inverse=True)
     last_b = np.zeros(len(a_docs), dtype=np.int64)
     np.maximum.at(last_b, inv, b)
-    passes = plan_passes(a_docs, last_b, size[a_docs], budget)
+    sz = size(a_docs)
+    passes = plan_passes(a_docs, last_b, sz, budget)
     stats.passes = len(passes)
     for sl in passes:
         lo, hi = a_docs[sl.start], a_docs[sl.stop - 1]
         sel = np.flatnonzero((a >= lo) & (a <= hi))
         stats.peak_held_bytes_estimate = max(stats.peak_held_bytes_estimate,
-                                             _held_peak(a_docs[sl], last_b[sl], size[a_docs[sl]]))
+                                             _held_peak(a_docs[sl], last_b[sl], sz[sl]))
         _one_pass(sources, docs, pairs[sel], sel, sims, signer, fields, limits, opts, stats, progress)
     return sims, stats
 
