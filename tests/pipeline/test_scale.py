@@ -30,10 +30,9 @@ def _answer(res):
 @pytest.fixture
 def accounting_only(monkeypatch):
     """The memory budget from the accounted tables alone (the process's resident set read as
-    0, no fixed floor), so that a limit of a few hundred KB drives a small corpus down every
+    0), so that a limit of a few hundred KB drives a small corpus down every
     spill path; the real resident set is checked in a child process (test_memory_strict)."""
     monkeypatch.setattr(memory, "current_rss", lambda: 0)
-    monkeypatch.setattr(memory, "STAGE_FLOOR", 0)
 
 
 def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, accounting_only):

@@ -33,8 +33,6 @@ __all__ = ["MemoryBudget", "MemoryLimitError", "parse_size", "current_rss", "rel
 #: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
 #: document; int64): reserved from the start so that the first pass leaves room for them.
 CLUSTER_BYTES_PER_DOC = 32
-#: Reserved for the smallest useful candidate sort, verification batch and write buffers.
-STAGE_FLOOR = 24 << 20
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
@@ -122,6 +120,7 @@ class MemoryBudget:
         :class:`MemoryLimitError` when even that does not fit."""
         if self.limit is None:
             return None
+        release_freed()  # what the last stage freed is not resident any more
         res = self.resident()
         free = self.limit - res - reserve
         self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "share_bytes": free})
@@ -180,7 +179,7 @@ class FirstPassGuard:
         s = self._scale()
         t, f, r = tables * s, fs * s, (rows_ram * s if keep_rows else 0)
         first = other + t + r
-        later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s) + STAGE_FLOOR
+        later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
         return int(first), int(later), other, s
 
     def rows_fit(self, rows_ram: int) -> bool:
