@@ -37,17 +37,20 @@ def curve_table(b: int, r: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.9
 
 
 def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, tmp_dir: str | None = None,
-              info: dict | None = None) -> np.ndarray:
+              info: dict | None = None, large_bucket: int | None = None,
+              large: list[np.ndarray] | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of `sigs` sharing at least one of `b` bands of `r` rows."""
     from neardup import lsh
 
     if len(sigs) < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info)
+    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info,
+                           large_bucket=large_bucket, large=large)
 
 
 def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
-                    info: dict | None = None, external: bool = False) -> np.ndarray:
+                    info: dict | None = None, external: bool = False, large_bucket: int | None = None,
+                    large: list[np.ndarray] | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
     share a key in at least one band, sorted, each once.
 
@@ -56,18 +59,41 @@ def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: s
     column is split by the top bits of its keys into partition files small enough to sort in
     the budget, and each partition is sorted on its own (equal keys always share a partition).
     Both give the same pairs. ``external=True`` forces the external path (spilled keys: it
-    reads a memory map in chunks with plain reads, so its pages never count as resident)."""
+    reads a memory map in chunks with plain reads, so its pages never count as resident).
+
+    With `large_bucket`, a bucket of more rows than that lists none of its pairs: its rows
+    (ascending) are appended to `large` instead, once however many bands share it
+    (``pipeline.buckets`` verifies them without their pairs)."""
     from neardup import lsh
 
     n = len(keys)
     if n < 2:
         return np.zeros((0, 2), dtype=np.uint32)
     cores = os.cpu_count() or 1
+    if large_bucket is not None and large is None:
+        raise ValueError("large_bucket needs a list to put the large buckets in")
+    found: list[np.ndarray] = []
     if not external and (sort_budget is None or 16 * n * min(cores, keys.shape[1]) <= sort_budget):
-        pairs = lsh.candidate_pairs(keys)
-        return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
-    budget = sort_budget if sort_budget is not None else 16 * n
-    return _external_pairs(keys, budget, tmp_dir, info if info is not None else {})
+        if large_bucket is None:
+            pairs = lsh.candidate_pairs(keys)
+        else:
+            pairs, offs, members = _core._lsh_candidates_capped(np.ascontiguousarray(keys, np.uint64), large_bucket)
+            found = [members[offs[k] : offs[k + 1]] for k in range(len(offs) - 1)]
+        pairs = np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
+    else:
+        budget = sort_budget if sort_budget is not None else 16 * n
+        pairs = _external_pairs(keys, budget, tmp_dir, info if info is not None else {}, large_bucket, found)
+    if large is not None:
+        large.extend(_distinct(found))
+    return pairs
+
+
+def _distinct(buckets: list[np.ndarray]) -> list[np.ndarray]:
+    """Each bucket once (the same rows often share a key in several bands), in a fixed order."""
+    seen: dict[bytes, np.ndarray] = {}
+    for m in buckets:
+        seen.setdefault(np.ascontiguousarray(m, np.uint32).tobytes(), m)
+    return [seen[k] for k in sorted(seen)]
 
 
 #: At most this many partition files per band (each a key file and a row file).
@@ -85,7 +111,8 @@ def min_sort_bytes(n: int, b: int) -> int:
     return min(n, MIN_CHUNK) * _chunk_row_bytes(b) + 48 * (n // MAX_PARTS + 1)
 
 
-def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict) -> np.ndarray:
+def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict,
+                    large_bucket: int | None = None, large: list | None = None) -> np.ndarray:
     n, b = keys.shape
     rows_per_part = max(1024, sort_budget // 16)
     parts = 2
@@ -120,7 +147,12 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                 if len(k) < 2:
                     continue
                 r = np.fromfile(os.path.join(d, f"r{j}"), dtype=np.uint32)
-                local = np.asarray(_core.candidate_pairs(k.reshape(-1, 1)), dtype=np.int64).reshape(-1, 2)
+                if large_bucket is None:
+                    local = _core.candidate_pairs(k.reshape(-1, 1))
+                else:
+                    local, offs, members = _core._lsh_candidates_capped(k.reshape(-1, 1), large_bucket)
+                    large.extend(r[members[offs[q] : offs[q + 1]]] for q in range(len(offs) - 1))
+                local = np.asarray(local, dtype=np.int64).reshape(-1, 2)
                 if len(local):
                     g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
                     codes.append(g[:, 0] * n + g[:, 1])

@@ -18,7 +18,7 @@ import numpy as np
 from neardup.io.records import check_record
 from neardup.pipeline.verify import HashSets, verify_exact
 
-__all__ = ["RereadStats", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
+__all__ = ["RereadStats", "read_sets", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
 
 #: Per held set: the NumPy array header and the dict entry around the 8-byte hashes.
 SET_OVERHEAD = 160
@@ -152,6 +152,18 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
         batch_docs.clear()
         batch_texts.clear()
 
+    for d, text in _texts(sources, docs, wanted, fields, limits, stats, progress):
+        batch_docs.append(d)
+        batch_texts.append(text)
+        if len(batch_docs) >= opts.batch_size:
+            flush()
+    flush()
+    if p != len(b):
+        raise RuntimeError(f"{len(b) - p} candidate pairs were not verified (an input changed?)")
+
+
+def _texts(sources, docs, wanted: np.ndarray, fields, limits, stats: RereadStats, progress):
+    """(document, text) of each document of `wanted` (sorted), read again in input order."""
     src = docs.src_array()[wanted]
     rec = docs.recno_array()[wanted]
     for s_i, s in enumerate(sources):
@@ -166,16 +178,26 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
             if want_rec != recno:
                 raise RuntimeError(f"{s.name}: record {recno} came back where record {want_rec} was expected "
                                    "(did the input change during the run?)")
-            c = check_record(obj, fields, limits, s.name, recno)
-            batch_docs.append(d)
-            batch_texts.append(c.text)
             stats.documents_read += 1
             if progress is not None:
                 progress.update(1)
-            if len(batch_docs) >= opts.batch_size:
-                flush()
+            yield d, check_record(obj, fields, limits, s.name, recno).text
         if next(expect, None) is not None:
             raise RuntimeError(f"{s.name}: some candidate records could not be read again (did the input change?)")
-    flush()
-    if p != len(b):
-        raise RuntimeError(f"{len(b) - p} candidate pairs were not verified (an input changed?)")
+
+
+def read_sets(sources, docs, wanted: np.ndarray, signer, fields, limits, opts, progress=None) -> tuple[list, int]:
+    """The shingle sets of documents `wanted` (sorted), in that order, and how many were read."""
+    stats = RereadStats()
+    sets: list[np.ndarray] = []
+    batch: list[str] = []
+    for _, text in _texts(sources, docs, np.asarray(wanted, dtype=np.int64), fields, limits, stats, progress):
+        batch.append(text)
+        if len(batch) >= opts.batch_size:
+            sets.extend(signer.hashes(batch))
+            batch.clear()
+    if batch:
+        sets.extend(signer.hashes(batch))
+    if len(sets) != len(wanted):
+        raise RuntimeError("some documents of large buckets could not be read again (did the input change?)")
+    return sets, stats.documents_read

@@ -31,6 +31,7 @@ from neardup.io.errors import RecordError
 from neardup.io.readers import Source, open_sources
 from neardup.io.records import Limits, check_record
 from neardup.io.writers import atomic_open
+from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
 from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
                                         pairs_from_keys)
 from neardup.pipeline.docs import DocTable
@@ -335,6 +336,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     # ---- candidates -----------------------------------------------------------------------
     lsh_info: dict | None = None
+    large_rows: list[np.ndarray] = []  # LSH buckets above opts.large_bucket, as signature rows
     with log.stage("candidates") as st:
         if opts.method == "minhash":
             b, r = band_rows
@@ -354,11 +356,12 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             free = mem.share("candidates", CLUSTER_BYTES_PER_DOC * n, keys_bytes + 2 * min_sort_bytes(len(rows), b),
                              "its band keys and the smallest external sort")
             sort_budget = None if free is None else (free - keys_bytes) // 2
+            big = dict(large_bucket=opts.large_bucket, large=large_rows if opts.large_bucket else None)
             if keep_keys:
                 # spilled keys are read back in chunks by the external sort (never mapped whole)
-                cand = pairs_from_keys(rows, sort_budget, opts.tmp_dir, sort_info, external=store.spilled)
+                cand = pairs_from_keys(rows, sort_budget, opts.tmp_dir, sort_info, external=store.spilled, **big)
             else:
-                cand = lsh_pairs(rows, b, r, sort_budget, opts.tmp_dir, sort_info)
+                cand = lsh_pairs(rows, b, r, sort_budget, opts.tmp_dir, sort_info, **big)
             memory["band_sort"] = sort_info
             hamming = None
         else:
@@ -368,6 +371,10 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     cand_docs = sig_doc[cand.astype(np.int64)] if len(cand) else np.zeros((0, 2), np.int64)
     del cand
     held.append(cand_docs)
+    lb = LargeBuckets(np.r_[0, np.cumsum([len(m) for m in large_rows])].astype(np.int64),
+                      sig_doc[np.concatenate(large_rows).astype(np.int64)] if large_rows else np.zeros(0, np.int64))
+    del large_rows
+    held.append(lb.members)
 
     # ---- verification ---------------------------------------------------------------------
     def set_size(which: np.ndarray) -> np.ndarray:
@@ -393,7 +400,16 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             ok = np.ones(len(cand_docs), dtype=bool)
         near = cand_docs[ok]
         near_sims = sims[ok]
-        st.count = int(ok.sum())
+        large_info = None
+        if opts.large_bucket is not None and opts.method == "minhash":
+            sigs_of = None if opts.verify == "exact" else (lambda d: rows[np.searchsorted(sig_doc, d)])
+            span, span_sims, large_info = spanning_pairs(lb, near, n, sources, docs, signer, fields, limits, opts,
+                                                         mem, ntok_all if opts.verify == "exact" else None, sigs_of)
+            if len(span):  # in the order of the other pairs: by (a, b)
+                both = np.concatenate([near.astype(np.int64).reshape(-1, 2), span])
+                order = np.lexsort((both[:, 1], both[:, 0]))
+                near, near_sims = both[order], np.concatenate([near_sims, span_sims])[order]
+        st.count = int(len(near))
         st.note = f"{opts.verify} {opts.measure}"
     memory["verify_reread"] = reread_info or None
 
@@ -497,6 +513,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "signatures": int(len(sig_doc)),
         "lsh": lsh_info,
         "candidates": int(len(cand_docs)),
+        "large_buckets": large_info,
         "verified_pairs": int(len(exact_dups) + len(near)),
         "near_pairs": int(len(near)),
         "clusters": int(len(starts)),
