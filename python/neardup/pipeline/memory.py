@@ -152,8 +152,12 @@ class FirstPassGuard:
     and a batch of re-read records), for the input `scale` times what has been read."""
 
     def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
-                 total_bytes: int | None, later: Callable[[float], int] = lambda s: 0) -> None:
+                 total_bytes: int | None, later: Callable[[float], int] = lambda s: 0,
+                 count: Callable[[], int] | None = None) -> None:
+        """`count()`: documents in the tables now (the reader adds them ahead of the batches
+        being processed, whose position in the input `update` is told)."""
         self.budget = budget
+        self.count = count
         self.tables = tables
         self.exact_map = exact_map
         self.later = later
@@ -162,6 +166,7 @@ class FirstPassGuard:
         self.docs = 0
 
     def update(self, docs: int, bytes_done: int | None) -> None:
+        """`docs` read when the reader had read `bytes_done` bytes of the input."""
         self.docs = docs
         if self.total_bytes and bytes_done:
             self.fraction = min(1.0, bytes_done / self.total_bytes)
@@ -177,7 +182,10 @@ class FirstPassGuard:
         tables, fs = self.tables(), self.exact_map()
         other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base
         s = self._scale()
-        t, f, r = tables * s, fs * s, (rows_ram * s if keep_rows else 0)
+        final = self.docs * s  # documents at the end of the input
+        # the tables hold `count()` documents (the reader is ahead of the batch in hand)
+        st = final / max(1, self.count() if self.count is not None else self.docs)
+        t, f, r = tables * st, fs * st, (rows_ram * s if keep_rows else 0)
         first = other + t + r
         later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
         return int(first), int(later), other, s

@@ -119,13 +119,12 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         return docs.nbytes() + exact_map() + 20 * len(docs) + 8 * sum(len(p) for p in sig_doc_parts)
 
     def later(scale: float) -> int:
-        # the smallest band sort (twice: its pairs) and one batch of re-read records
+        # the smallest band sort, twice (its pairs). The re-read's batch of records is not
+        # added: the batches of text in flight now are part of what is resident, and gone then.
         signed = int(scale * sum(len(p) for p in sig_doc_parts))
-        ntok = sum(int(p.sum()) for p in ntok_parts) / max(1, len(docs))
-        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1) + \
-            int(opts.batch_size * (32 * ntok + 1024))
+        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1)
 
-    guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later)
+    guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs))
     rows_fit = guard.rows_fit if mem.limited else None
     if opts.method == "minhash":
         band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
@@ -264,7 +263,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             store.append(sig)
             sig_doc_parts.append(bdocs[new_rows])
         t_sig += time.perf_counter() - t1
-        guard.update(len(docs), bytes_done if total_bytes else None)
+        guard.update(batch_docs[-1] + 1, bytes_done if total_bytes else None)
         guard.check(store.ram_bytes)
         if bar is not None:
             if total_bytes:
