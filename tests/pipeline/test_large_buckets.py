@@ -67,14 +67,13 @@ def accounting_only(monkeypatch):
     monkeypatch.setattr(memory, "current_rss", lambda: 0)
 
 
-def test_external_sort_and_groups_under_a_limit(accounting_only, tmp_path):
+def test_groups_under_a_limit(accounting_only, tmp_path):
     recs = _corpus(11, groups=8, per_group=60)
     every = neardup.dedup(recs, None, large_bucket=None)
     loose = neardup.dedup(recs, None, large_bucket=8, memory_limit="1G", batch_size=16)
     tight = neardup.dedup(recs, None, large_bucket=8, memory_limit=loose.report["memory"]["minimum_bytes"] + 4096,
                           batch_size=16, tmp_dir=str(tmp_path))
-    assert tight.report["memory"]["band_sort"]["external_sort"] is True
-    assert tight.report["large_buckets"]["groups"] > 1
+    assert tight.report["large_buckets"]["groups"] > 1  # the buckets' sets were taken a group at a time
     for res in (loose, tight):
         assert res.clusters == every.clusters and res.kept == every.kept
     assert tight.pairs == loose.pairs  # the same buckets in the same order, in memory or not
@@ -97,3 +96,28 @@ def test_twenty_thousand_near_copies_in_one_bucket():
     assert took < 60, took
     ids = np.array([m["id"] for m in res.clusters[0]["members"]])
     assert np.array_equal(ids, np.arange(1, n))
+
+
+@pytest.mark.parametrize("budget", [16 * 1024, 3000])
+def test_external_band_sort_keeps_the_same_large_buckets(tmp_path, budget):
+    from neardup.pipeline.candidates import pairs_from_keys
+
+    rng = np.random.default_rng(budget)
+    keys = rng.integers(0, 60, size=(4000, 5), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    keys[::7, 1] = np.uint64(12345)  # one bucket of 572 rows in band 1...
+    keys[::7, 3] = np.uint64(777)  # ...and the same rows again in band 3: listed once
+    mem_large: list = []
+    ext_large: list = []
+    info: dict = {}
+    in_mem = pairs_from_keys(keys, large_bucket=80, large=mem_large)
+    ext = pairs_from_keys(keys, sort_budget=budget, tmp_dir=str(tmp_path), info=info, large_bucket=80, large=ext_large)
+    assert info["external_sort"] is True
+    assert np.array_equal(in_mem, ext)
+    assert [m.tolist() for m in ext_large] == [m.tolist() for m in mem_large]
+    assert sum(1 for m in mem_large if m.tolist() == list(range(0, 4000, 7))) == 1
+    # every pair of the full listing is either listed or inside a large bucket
+    every = {tuple(p) for p in pairs_from_keys(keys).tolist()}
+    listed = {tuple(p) for p in in_mem.tolist()}
+    inside = {(a, b) for m in mem_large for i, a in enumerate(m.tolist()) for b in m.tolist()[i + 1:]}
+    assert listed <= every and every <= listed | inside
+    assert all(len(m) > 80 for m in mem_large) and len(listed) < len(every)

@@ -96,6 +96,7 @@ class MemoryBudget:
         self.base = self._rss() if limit is not None else 0  # interpreter, imports, open inputs
         self.held: Callable[[], int] = lambda: 0
         self.spillable: Callable[[], int] = lambda: 0  # held bytes that could have spilled
+        self.spill: Callable[[], bool] = lambda: False  # spill them now; True if it did
         self.minimum = 0  # the least this run needed so far, had everything spillable spilled
         self.peak_seen = self.base
         self.checks: list[dict] = []  # what each stage was given (for report.json)
@@ -123,6 +124,10 @@ class MemoryBudget:
         release_freed()  # what the last stage freed is not resident any more
         res = self.resident()
         free = self.limit - res - reserve
+        if free < need and self.spill():  # rows kept in memory by the first pass: to disk now
+            release_freed()
+            res = self.resident()
+            free = self.limit - res - reserve
         self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "share_bytes": free})
         self.minimum = max(self.minimum, res - self.spillable() + reserve + need)
         if free < need:
@@ -164,10 +169,13 @@ class FirstPassGuard:
         self.total_bytes = total_bytes
         self.fraction: float | None = None
         self.docs = 0
+        self.batch_bytes = 0
 
-    def update(self, docs: int, bytes_done: int | None) -> None:
-        """`docs` read when the reader had read `bytes_done` bytes of the input."""
+    def update(self, docs: int, bytes_done: int | None, batch_bytes: int = 0) -> None:
+        """`docs` read when the reader had read `bytes_done` bytes of the input; `batch_bytes`:
+        the memory of the batch of texts in hand."""
         self.docs = docs
+        self.batch_bytes = max(self.batch_bytes, batch_bytes)
         if self.total_bytes and bytes_done:
             self.fraction = min(1.0, bytes_done / self.total_bytes)
 
@@ -180,7 +188,10 @@ class FirstPassGuard:
         at the end of the input, with the rows in memory (`rows_ram` now) or spilled."""
         resident = self.budget.resident()
         tables, fs = self.tables(), self.exact_map()
-        other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base
+        # besides the tables and rows: the interpreter and the batches of text in flight. Up to
+        # four batches exist at once (one being parsed, two queued, one being signed); when
+        # this is measured the queue may hold fewer, so room for three more is kept.
+        other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base + 3 * self.batch_bytes
         s = self._scale()
         final = self.docs * s  # documents at the end of the input
         # the tables hold `count()` documents (the reader is ahead of the batch in hand)

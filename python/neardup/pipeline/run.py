@@ -263,7 +263,8 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             store.append(sig)
             sig_doc_parts.append(bdocs[new_rows])
         t_sig += time.perf_counter() - t1
-        guard.update(batch_docs[-1] + 1, bytes_done if total_bytes else None)
+        guard.update(batch_docs[-1] + 1, bytes_done if total_bytes else None,
+                     sum(map(sys.getsizeof, batch_texts)) if mem.limited else 0)
         guard.check(store.ram_bytes)
         if bar is not None:
             if total_bytes:
@@ -366,6 +367,11 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         else:
             cand, hamming = hamming_pairs(rows, opts.max_distance, opts.threads)
         st.count = int(len(cand))
+    rows = None  # later stages take them from the store: spilled if a stage needs the room
+    if keep_keys:  # band keys are for the candidate stage only: free them (or their file) now
+        store.close()
+    else:
+        mem.spill = store.spill_now
     # candidate pairs in signature-row space; document index of each side
     cand_docs = sig_doc[cand.astype(np.int64)] if len(cand) else np.zeros((0, 2), np.int64)
     del cand
@@ -392,7 +398,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                            "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
             ok = sims >= opts.threshold
         elif opts.method == "minhash":
-            sims = estimate_pairs(rows, _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
+            sims = estimate_pairs(store.finish(), _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
             ok = sims >= opts.threshold
         else:
             sims = 1.0 - hamming.astype(np.float64) / 64.0
@@ -401,7 +407,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         near_sims = sims[ok]
         large_info = None
         if opts.large_bucket is not None and opts.method == "minhash":
-            sigs_of = None if opts.verify == "exact" else (lambda d: rows[np.searchsorted(sig_doc, d)])
+            sigs_of = None if opts.verify == "exact" else (lambda d: store.finish()[np.searchsorted(sig_doc, d)])
             span, span_sims, large_info = spanning_pairs(lb, near, n, sources, docs, signer, fields, limits, opts,
                                                          mem, ntok_all if opts.verify == "exact" else None, sigs_of)
             if len(span):  # in the order of the other pairs: by (a, b)
@@ -450,9 +456,10 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 msim[need] = _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts,
                                           mem, set_size, ntok_all, reread_info)
             elif opts.method == "minhash":
-                msim[need] = estimate_pairs(rows, _rows_of(sig_doc, n, pr))
+                msim[need] = estimate_pairs(store.finish(), _rows_of(sig_doc, n, pr))
             else:
                 rp = _rows_of(sig_doc, n, pr)
+                rows = store.finish()  # a memory map if a stage had to spill them
                 x = rows[rp[:, 0]] ^ rows[rp[:, 1]]
                 msim[need] = 1.0 - np.array([int(v).bit_count() for v in x.tolist()]) / 64.0
     removed = int(len(others))
@@ -494,6 +501,8 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     kept_mask[others] = False
     # the least this run needed (with everything that can spill spilled), when it was limited
     memory["minimum_bytes"] = mem.minimum if mem.limited else None
+    if not keep_keys:  # a later stage may have spilled them (keys are freed after the candidates)
+        memory["rows_spilled_to_disk"] = store.spilled
 
     report: dict[str, Any] = {
         "neardup_version": getattr(neardup, "__version__", "?"),

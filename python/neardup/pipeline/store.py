@@ -73,6 +73,14 @@ class RowStore:
         self._parts = []
         self._ram = 0
 
+    def spill_now(self) -> bool:
+        """Move rows held in memory to the file (a later stage needs the room); True if any
+        were. :meth:`finish` then returns the memory map."""
+        if self._file is not None or self._dir is not None or not self._parts:
+            return False
+        self._spill()
+        return True
+
     @property
     def path(self) -> str | None:
         """The spill file (None while the rows are in memory)."""
@@ -109,7 +117,9 @@ class RowStore:
         return self._map
 
     def close(self) -> None:
+        """Free the rows (and remove the spill file); closing twice is harmless."""
         self._parts = []
+        self._ram = 0
         self._map = None
         if self._file is not None and not self._file.closed:
             self._file.close()
