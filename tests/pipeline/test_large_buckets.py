@@ -3,7 +3,10 @@ spanning edges kept. Clusters, keepers and kept records must be exactly those of
 lists every pair of every bucket (large_bucket=None)."""
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -121,3 +124,29 @@ def test_external_band_sort_keeps_the_same_large_buckets(tmp_path, budget):
     inside = {(a, b) for m in mem_large for i, a in enumerate(m.tolist()) for b in m.tolist()[i + 1:]}
     assert listed <= every and every <= listed | inside
     assert all(len(m) > 80 for m in mem_large) and len(listed) < len(every)
+
+
+_BUCKET_CHILD = r"""
+import json, sys
+import neardup
+n = int(sys.argv[1])
+text = "heavy rain lashed the coastal city on sunday closing schools and roads across the district today"
+res = neardup.dedup([{"id": i, "text": f"{text} {i}"} for i in range(n)], None, batch_size=4096)
+hwm = [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")][0]
+print(json.dumps({"hwm": hwm, "largest": res.report["large_buckets"]["largest"]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_large_bucket_never_holds_its_pairs():
+    def child(n: int) -> dict:
+        out = subprocess.run([sys.executable, "-c", _BUCKET_CHILD, str(n)], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+
+    base = child(1)  # the interpreter, the imports and a run's fixed costs
+    big = child(20_000)
+    m = big["largest"]
+    assert m > 10_000
+    # the pairs of that one bucket in one band, as two uint32 each, would take 8 m(m-1)/2
+    # bytes (about 1 GB); the whole run grows by a small fraction of that
+    assert big["hwm"] - base["hwm"] < 8 * m * (m - 1) // 2 // 20, (big, base)
