@@ -141,8 +141,10 @@ def main() -> None:
             argv += ["--memory-limit", a.memory_limit]
         if a.threads:
             argv += ["--threads", str(a.threads)]
+        row["loadavg_start"] = os.getloadavg()
         with open(base / f"report-{n}{a.tag}.stdout", "w") as so:
             row["dedup"] = run_child(argv, stdout=so)
+        row["loadavg_end"] = os.getloadavg()
         rep = json.loads((out / "report.json").read_text())
         row["stages"] = [{k: s.get(k) for k in ("name", "seconds", "cpu_seconds", "count", "peak_rss_mb", "note")}
                          for s in rep["stages"]]
@@ -158,6 +160,11 @@ def main() -> None:
         print(json.dumps({k: row[k] for k in ("articles", "dedup", "counts")}), flush=True)
         print(f"  recall at J>=0.8: {row['recall']['recall']:.5f} "
               f"({row['recall']['found']:,} of {row['recall']['at_or_above']:,})", flush=True)
+        mem = row["memory"] or {}
+        if mem.get("limit_bytes"):
+            print(f"  limit {mem['limit_bytes'] / 2**20:,.0f} MiB, least needed {mem['minimum_bytes'] / 2**20:,.0f} MiB, "
+                  f"report peak (VmHWM) {rep['peak_rss_mb']:,.0f} MiB; load {row['loadavg_start']} -> "
+                  f"{row['loadavg_end']}", flush=True)
         if not a.keep_output:
             subprocess.run(["rm", "-rf", str(out)], check=True)
     RESULTS.mkdir(exist_ok=True)

@@ -111,6 +111,17 @@ def _allpairs_verify(
 def _allpairs_self_join(
     data: npt.NDArray[np.uint64], offsets: npt.NDArray[np.int64], threshold: float, threads: int | None = None
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
+def _lsh_candidates_capped(
+    keys: npt.NDArray[np.uint64], max_bucket: int
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint32]]: ...
+def _bucket_spanning_exact(
+    offsets: npt.NDArray[np.int64], members: npt.NDArray[np.uint32], seed: npt.NDArray[np.uint32],
+    data: npt.NDArray[np.uint64], set_offsets: npt.NDArray[np.int64], measure: str, threshold: float,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], int]: ...
+def _bucket_spanning_estimate(
+    offsets: npt.NDArray[np.int64], members: npt.NDArray[np.uint32], seed: npt.NDArray[np.uint32],
+    sigs: npt.NDArray[np.uint32], threshold: float,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], int]: ...
 def _allpairs_hamming(
     fps: npt.NDArray[np.uint64], max_distance: int, threads: int | None = None
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...

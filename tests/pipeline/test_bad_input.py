@@ -162,15 +162,15 @@ def test_crash_while_writing_outputs_leaves_no_half_file(tmp_path, monkeypatch):
     before = {n: (out / n).read_bytes() for n in os.listdir(out)}
     import sys
 
-    run = sys.modules["neardup.pipeline.run"]
-    real = run._kept_records
+    kept = sys.modules["neardup.pipeline.kept"]  # the kept records are written there
+    real = kept._kept_records
 
     def interrupted(*a, **k):
         it = real(*a, **k)
         yield next(it)
         raise KeyboardInterrupt  # Ctrl-C in the middle of the kept records
 
-    monkeypatch.setattr(run, "_kept_records", interrupted)
+    monkeypatch.setattr(kept, "_kept_records", interrupted)
     more = GOOD + [{"id": "d", "text": "a brand new story about trains running late"}]
     with pytest.raises(KeyboardInterrupt):
         neardup.dedup(more, out)

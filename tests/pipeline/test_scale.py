@@ -9,7 +9,8 @@ import pytest
 import neardup
 from neardup import _core, synth
 from neardup.errors import InvalidParameterError
-from neardup.pipeline.memory import MemoryPlan, parse_size
+from neardup.pipeline import memory
+from neardup.pipeline.memory import MemoryLimitError, parse_size
 from neardup.pipeline.reread import _held_peak, plan_passes
 from neardup.pipeline.store import RowStore
 from nd_helpers import read_jsonl
@@ -26,16 +27,24 @@ def _answer(res):
     return res.clusters, res.pairs, res.kept
 
 
-def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path):
+@pytest.fixture
+def accounting_only(monkeypatch):
+    """The memory budget from the accounted tables alone (the process's resident set read as
+    0), so that a limit of a few hundred KB drives a small corpus down every
+    spill path; the real resident set is checked in a child process (test_memory_strict)."""
+    monkeypatch.setattr(memory, "current_rss", lambda: 0)
+
+
+def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, accounting_only):
     free = neardup.dedup(corpus, tmp_path / "free", batch_size=256)
     mem = free.report["memory"]
     assert mem["rows_spilled_to_disk"] is False and mem["verify_reread"]["passes"] == 1
     assert mem["kept_rows"] == "band keys" and mem["row_bytes"] == 8 * free.report["lsh"]["bands"]
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
-    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=256, memory_limit="200K", tmp_dir=str(spill_dir))
+    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir))
     tm = tight.report["memory"]
-    assert tm["limit_bytes"] == 200 * 1024
+    assert tm["limit_bytes"] == 450 * 1024
     assert tm["rows_spilled_to_disk"] is True
     assert tm["verify_reread"]["passes"] > 1
     assert "spilled to a file" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
@@ -50,9 +59,15 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path):
 
 
 @pytest.mark.parametrize("kw", [dict(verify="estimate"), dict(method="simhash"), dict(measure="containment")])
-def test_other_modes_spill_the_same(corpus, tmp_path, kw):
+def test_other_modes_spill_the_same(corpus, tmp_path, kw, accounting_only):
     free = neardup.dedup(corpus, None, batch_size=300, **kw)
-    tight = neardup.dedup(corpus, None, batch_size=300, memory_limit=20_000, **kw)
+    # a run under a loose limit reports the least it needs with its rows spilled; between that
+    # and that plus the rows, the rows must spill
+    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G", **kw).report["memory"]
+    assert loose["rows_spilled_to_disk"] is False
+    rows = loose["row_bytes"] * free.report["signatures"]
+    limit = loose["minimum_bytes"] + rows // 2
+    tight = neardup.dedup(corpus, None, batch_size=16, memory_limit=limit, **kw)
     assert tight.report["memory"]["rows_spilled_to_disk"] is True
     assert _answer(tight) == _answer(free)
 
@@ -115,7 +130,13 @@ def test_parse_size():
             parse_size(bad)
     with pytest.raises(InvalidParameterError):
         neardup.dedup([{"id": "a", "text": "x"}], memory_limit="sixteen")
-    assert MemoryPlan.for_limit(None).rows_budget is None
+
+
+def test_a_limit_below_the_tables_stops_early_and_says_how_much(corpus, accounting_only):
+    with pytest.raises(MemoryLimitError, match=r"too small for this input.*needs at least about") as e:
+        neardup.dedup(corpus, None, memory_limit="100K")
+    assert "bytes per document" in str(e.value)
+    assert isinstance(e.value, InvalidParameterError)  # a usage error: exit code 2 from the CLI
 
 
 def test_id_table_and_first_seen():

@@ -6,6 +6,7 @@
 //! on a rayon pool; results never depend on the number of threads.
 
 pub mod batch;
+pub mod buckets; // large LSH buckets: per-bucket union-find, spanning edges only
 pub mod error;
 pub mod hash;
 pub mod lsh;

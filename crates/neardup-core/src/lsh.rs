@@ -160,34 +160,69 @@ pub fn check_bands(num_perm: usize, b: usize, r: usize) -> crate::Result<()> {
 /// 16 bytes per row per band in flight — and bands run in parallel on the current rayon
 /// pool. Within a bucket rows are ascending, so every pair comes out as (smaller, larger).
 pub fn candidate_pairs(keys: &[u64], n: usize, b: usize) -> Vec<(u32, u32)> {
+    candidate_pairs_capped(keys, n, b, usize::MAX).pairs
+}
+
+/// The candidates of a key matrix when buckets of more than `max_bucket` rows are not listed
+/// pair by pair: their pairs are left out and each such bucket is returned as its rows
+/// (ascending; a bucket with the same rows in several bands once), for
+/// [`crate::buckets::spanning_edges`].
+pub struct CappedCandidates {
+    pub pairs: Vec<(u32, u32)>,
+    /// CSR: bucket k is `members[offsets[k]..offsets[k + 1]]`.
+    pub offsets: Vec<usize>,
+    pub members: Vec<u32>,
+}
+
+pub fn candidate_pairs_capped(keys: &[u64], n: usize, b: usize, max_bucket: usize) -> CappedCandidates {
     use rayon::prelude::*;
     assert_eq!(keys.len(), n * b, "keys must be n x b");
-    let per_band: Vec<Vec<(u32, u32)>> = (0..b)
+    let max_bucket = max_bucket.max(2);
+    let per_band: Vec<(Vec<(u32, u32)>, Vec<Vec<u32>>)> = (0..b)
         .into_par_iter()
         .map(|band| {
             let mut col: Vec<(u64, u32)> = (0..n).map(|i| (keys[i * b + band], i as u32)).collect();
             col.sort_unstable();
             let mut pairs = Vec::new();
+            let mut large = Vec::new();
             let mut s = 0;
             while s < n {
                 let mut e = s + 1;
                 while e < n && col[e].0 == col[s].0 {
                     e += 1;
                 }
-                for x in s..e {
-                    for y in x + 1..e {
-                        pairs.push((col[x].1, col[y].1));
+                if e - s > max_bucket {
+                    large.push(col[s..e].iter().map(|c| c.1).collect());
+                } else {
+                    for x in s..e {
+                        for y in x + 1..e {
+                            pairs.push((col[x].1, col[y].1));
+                        }
                     }
                 }
                 s = e;
             }
-            pairs
+            (pairs, large)
         })
         .collect();
-    let mut all = per_band.concat();
+    let mut all = Vec::with_capacity(per_band.iter().map(|p| p.0.len()).sum());
+    let mut large: Vec<Vec<u32>> = Vec::new();
+    for (p, l) in per_band {
+        all.extend(p);
+        large.extend(l);
+    }
     all.par_sort_unstable();
     all.dedup();
-    all
+    large.sort_unstable();
+    large.dedup();
+    let mut offsets = Vec::with_capacity(large.len() + 1);
+    offsets.push(0);
+    let mut members = Vec::with_capacity(large.iter().map(|l| l.len()).sum());
+    for l in large {
+        members.extend(l);
+        offsets.push(members.len());
+    }
+    CappedCandidates { pairs: all, offsets, members }
 }
 
 #[cfg(test)]
@@ -225,5 +260,17 @@ mod tests {
         // 4 rows, 2 bands: rows 0 and 2 share band 0; rows 2 and 3 share band 1.
         let keys = [1, 10, 2, 20, 1, 30, 3, 30];
         assert_eq!(candidate_pairs(&keys, 4, 2), [(0, 2), (2, 3)]);
+    }
+
+    #[test]
+    fn large_buckets_are_returned_whole() {
+        // band 0: rows 0..5 share a key (a bucket of 5), band 1: rows 1 and 3 share one
+        let keys = [7, 1, 7, 2, 7, 3, 7, 2, 7, 5];
+        let c = candidate_pairs_capped(&keys, 5, 2, 4);
+        assert_eq!(c.pairs, [(1, 3)]);
+        assert_eq!((c.offsets, c.members), (vec![0, 5], vec![0, 1, 2, 3, 4]));
+        let all = candidate_pairs_capped(&keys, 5, 2, 5);
+        assert_eq!(all.pairs.len(), 10);
+        assert!(all.members.is_empty() && all.offsets == [0]);
     }
 }

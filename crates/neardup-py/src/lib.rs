@@ -2,6 +2,7 @@
 //! mapping live here; every algorithm lives in the core crate.
 
 mod allpairs; // pipeline kernels: exact self-join, pair verification, SimHash tables, exact keys
+mod buckets; // large LSH buckets: kept whole, verified by a per-bucket union-find
 mod convert;
 mod errors;
 mod functions;
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::_panic_for_tests, m)?)?;
     m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;
     allpairs::register(m)?;
+    buckets::register(m)?;
     tables::register(m)?;
     postings::register(m)?;
     textlog::register(m)?;

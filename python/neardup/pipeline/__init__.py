@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from neardup.io.records import Fields
-from neardup.pipeline.options import DEFAULT_SCHEME, DedupOptions
+from neardup.pipeline.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions
 from neardup.pipeline.run import DedupResult, run
 
 __all__ = ["dedup", "DedupOptions", "DedupResult"]
@@ -45,6 +45,7 @@ def dedup(
     memory_limit: int | str | None = None,
     tmp_dir: str | None = None,
     collect: bool = True,
+    large_bucket: int | None = LARGE_BUCKET,
 ) -> DedupResult:
     """Find near-duplicate documents, cluster them and keep one per cluster.
 
@@ -53,7 +54,9 @@ def dedup(
     pairs.jsonl, kept.jsonl (or kept.parquet) and report.json; ``None`` writes nothing.
     The other arguments are those of ``neardup dedup`` (see docs/dedup.md); ``memory_limit``
     (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md);
-    ``collect=False`` (with ``out``) writes the rows without also returning them as lists.
+    ``collect=False`` (with ``out``) writes the rows without also returning them as lists;
+    ``large_bucket``: LSH buckets of more documents are verified by a per-bucket union-find
+    (the same clusters; only spanning edges in ``pairs``), ``None`` lists every pair.
     Raises :class:`neardup.io.RecordError` for a bad record (unless ``on_error="skip"``),
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
@@ -68,5 +71,6 @@ def dedup(
         verify=verify, measure=measure, prefer_source=tuple(prefer_source), on_error=on_error,
         max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
         progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
+        large_bucket=large_bucket,
     )
     return run(inputs, out, opts)

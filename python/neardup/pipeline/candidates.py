@@ -13,7 +13,7 @@ import numpy as np
 from neardup import _core
 from neardup.errors import InvalidParameterError
 
-__all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs"]
+__all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
 
 
 def choose_bands(threshold: float, num_perm: int, recall: float = 0.95, bands: int | None = None,
@@ -37,17 +37,20 @@ def curve_table(b: int, r: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.9
 
 
 def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, tmp_dir: str | None = None,
-              info: dict | None = None) -> np.ndarray:
+              info: dict | None = None, large_bucket: int | None = None,
+              large: list[np.ndarray] | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of `sigs` sharing at least one of `b` bands of `r` rows."""
     from neardup import lsh
 
     if len(sigs) < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info)
+    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info,
+                           large_bucket=large_bucket, large=large)
 
 
 def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
-                    info: dict | None = None, external: bool = False) -> np.ndarray:
+                    info: dict | None = None, external: bool = False, large_bucket: int | None = None,
+                    large: list[np.ndarray] | None = None) -> np.ndarray:
     """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
     share a key in at least one band, sorted, each once.
 
@@ -56,25 +59,60 @@ def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: s
     column is split by the top bits of its keys into partition files small enough to sort in
     the budget, and each partition is sorted on its own (equal keys always share a partition).
     Both give the same pairs. ``external=True`` forces the external path (spilled keys: it
-    reads a memory map in chunks with plain reads, so its pages never count as resident)."""
+    reads a memory map in chunks with plain reads, so its pages never count as resident).
+
+    With `large_bucket`, a bucket of more rows than that lists none of its pairs: its rows
+    (ascending) are appended to `large` instead, once however many bands share it
+    (``pipeline.buckets`` verifies them without their pairs)."""
     from neardup import lsh
 
     n = len(keys)
     if n < 2:
         return np.zeros((0, 2), dtype=np.uint32)
     cores = os.cpu_count() or 1
+    if large_bucket is not None and large is None:
+        raise ValueError("large_bucket needs a list to put the large buckets in")
+    found: list[np.ndarray] = []
     if not external and (sort_budget is None or 16 * n * min(cores, keys.shape[1]) <= sort_budget):
-        pairs = lsh.candidate_pairs(keys)
-        return np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
-    budget = sort_budget if sort_budget is not None else 16 * n
-    return _external_pairs(keys, budget, tmp_dir, info if info is not None else {})
+        if large_bucket is None:
+            pairs = lsh.candidate_pairs(keys)
+        else:
+            pairs, offs, members = _core._lsh_candidates_capped(np.ascontiguousarray(keys, np.uint64), large_bucket)
+            found = [members[offs[k] : offs[k + 1]] for k in range(len(offs) - 1)]
+        pairs = np.ascontiguousarray(pairs, dtype=np.uint32).reshape(-1, 2)
+    else:
+        budget = sort_budget if sort_budget is not None else 16 * n
+        pairs = _external_pairs(keys, budget, tmp_dir, info if info is not None else {}, large_bucket, found)
+    if large is not None:
+        large.extend(_distinct(found))
+    return pairs
+
+
+def _distinct(buckets: list[np.ndarray]) -> list[np.ndarray]:
+    """Each bucket once (the same rows often share a key in several bands), in a fixed order."""
+    seen: dict[bytes, np.ndarray] = {}
+    for m in buckets:
+        seen.setdefault(np.ascontiguousarray(m, np.uint32).tobytes(), m)
+    return [seen[k] for k in sorted(seen)]
 
 
 #: At most this many partition files per band (each a key file and a row file).
 MAX_PARTS = 256
+#: Fewest rows the external sort reads at a time (fewer only makes more reads of the file).
+MIN_CHUNK = 256
+#: Bytes per row of a chunk in flight: the rows, their column, row numbers, partition ids
+#: and order.
+def _chunk_row_bytes(b: int) -> int:
+    return 8 * b + 40
 
 
-def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict) -> np.ndarray:
+def min_sort_bytes(n: int, b: int) -> int:
+    """The least the external band sort can run in: a chunk of rows and one partition."""
+    return min(n, MIN_CHUNK) * _chunk_row_bytes(b) + 48 * (n // MAX_PARTS + 1)
+
+
+def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict,
+                    large_bucket: int | None = None, large: list | None = None) -> np.ndarray:
     n, b = keys.shape
     rows_per_part = max(1024, sort_budget // 16)
     parts = 2
@@ -82,11 +120,12 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
         parts *= 2
     shift = np.uint64(64 - parts.bit_length() + 1)  # the top log2(parts) bits pick the partition
     # rows read at a time: the whole-row chunk plus its column, row numbers, partition ids and
-    # order (about 8 x b + 40 bytes a row) stay within the budget
-    chunk = max(4096, sort_budget // (8 * b + 40))
-    codes: list[np.ndarray] = []
+    # order stay within the budget
+    chunk = max(MIN_CHUNK, sort_budget // _chunk_row_bytes(b))
+    found = np.zeros(0, np.int64)  # pair codes i * n + j so far, distinct
     with tempfile.TemporaryDirectory(prefix="neardup-bands-", dir=tmp_dir) as d:
         for band in range(b):
+            codes: list[np.ndarray] = []
             kf = [open(os.path.join(d, f"k{j}"), "wb") for j in range(parts)]
             rf = [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
             try:
@@ -108,16 +147,19 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                 if len(k) < 2:
                     continue
                 r = np.fromfile(os.path.join(d, f"r{j}"), dtype=np.uint32)
-                local = np.asarray(_core.candidate_pairs(k.reshape(-1, 1)), dtype=np.int64).reshape(-1, 2)
+                if large_bucket is None:
+                    local = _core.candidate_pairs(k.reshape(-1, 1))
+                else:
+                    local, offs, members = _core._lsh_candidates_capped(k.reshape(-1, 1), large_bucket)
+                    large.extend(r[members[offs[q] : offs[q + 1]]] for q in range(len(offs) - 1))
+                local = np.asarray(local, dtype=np.int64).reshape(-1, 2)
                 if len(local):
                     g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
                     codes.append(g[:, 0] * n + g[:, 1])
+            if codes:  # merged band by band: a pair found in several bands is held once
+                found = np.union1d(found, np.concatenate(codes))
     info.update({"external_sort": True, "partitions_per_band": parts})
-
-    if not codes:
-        return np.zeros((0, 2), dtype=np.uint32)
-    u = np.unique(np.concatenate(codes))
-    return np.stack([u // n, u % n], axis=1).astype(np.uint32)
+    return np.stack([found // n, found % n], axis=1).astype(np.uint32)
 
 
 def _chunk(keys: np.ndarray, s: int, e: int) -> np.ndarray:

@@ -73,21 +73,25 @@ class DocTable:
         names = self.source_names
         return [names[c] if c >= 0 else None for c in codes]
 
-    def source_rank(self, prefer: tuple[str, ...] | list[str]) -> np.ndarray:
-        """Rank of each document's source in `prefer` (len(prefer) when not listed)."""
+    def source_rank(self, prefer: tuple[str, ...] | list[str], which: np.ndarray | None = None) -> np.ndarray:
+        """Rank of each document's source (of documents `which`; all by default) in `prefer`
+        (len(prefer) when not listed)."""
         from neardup.pipeline.keepers import source_ranks
 
         # one rank per distinct source (the keeper rule's own ranking), then one gather: no
         # per-document Python work; the last entry is for documents without a source
         per_code = source_ranks([*self.source_names, None], prefer)
-        codes = np.frombuffer(self.source, dtype=np.int32).astype(np.int64)
-        return per_code[codes]  # code -1 (no source) takes the last entry: unlisted
+        codes = np.frombuffer(self.source, dtype=np.int32) if len(self.source) else np.zeros(0, np.int32)
+        if which is not None:
+            codes = codes[which]
+        return per_code[codes.astype(np.int64)]  # code -1 (no source) takes the last entry: unlisted
 
     def times_array(self) -> np.ndarray:
         return np.frombuffer(self.times, dtype=np.float64) if len(self.times) else np.zeros(0, np.float64)
 
     def src_array(self) -> np.ndarray:
-        return np.frombuffer(self.src, dtype=np.int32).astype(np.int64) if len(self.src) else np.zeros(0, np.int64)
+        """The input of each document (a view: no copy of a per-document table)."""
+        return np.frombuffer(self.src, dtype=np.int32) if len(self.src) else np.zeros(0, np.int32)
 
     def recno_array(self) -> np.ndarray:
         return np.frombuffer(self.recno, dtype=np.int64) if len(self.recno) else np.zeros(0, np.int64)

@@ -1,42 +1,45 @@
-"""``--memory-limit``: how the batch job splits a memory budget between its big structures.
+"""``--memory-limit``: the whole process's resident memory stays at or under the limit.
 
-What grows with the corpus, and where it goes:
+Each stage sizes what it may use from what is resident when it starts, not from fixed shares
+of the limit: what is resident is the larger of the process's resident set (``/proc``) and the
+known bytes of the tables it holds (the accounting; the resident set also counts the
+interpreter, imports, freed memory not yet returned and objects the accounting misses, the
+accounting covers what the resident set may not show yet). So a stage that follows a big one
+gets what the big one left, and a small input gets the whole limit.
 
-* per document, always in memory: ~60 bytes (id bytes and its index entry, time, source,
-  input and record number, exact key, first-copy index, token count; ``pipeline.docs``);
-* per signed document: the rows the candidate stage reads (8 bytes per LSH band with exact
-  verification; a whole signature otherwise) — kept in memory while they and the per-document
-  tables fit in ``rows_budget``, then spilled to a file (``pipeline.store``) that the band sort
-  reads back in chunks (not mapped, so its pages do not count as the process's memory);
-* the candidate stage sorts one band column at a time per core (16 bytes per signed document
-  per core) — in memory while that fits in ``sort_budget``, otherwise externally through
-  partition files (``pipeline.candidates``) — and keeps the candidate pairs (8 bytes each);
-* exact verification holds shingle sets of candidate documents while later pairs need them —
-  at most ``verify_budget``, or it re-reads in more passes (``pipeline.reread``).
+What cannot spill, and so sets the minimum for an input:
 
-Without a limit nothing spills and verification runs in one pass. With one, half goes to the
-per-document tables and the rows (the rows spill when the two together pass it), a fifth to the
-band sort and a fifth to held shingle sets; the rest is headroom for the interpreter and the
-batches of text in flight. The per-document tables themselves cannot spill (about 100 bytes per
-document plus the id): a limit below that is not met, and the run report states the peak
-resident memory actually reached next to the limit.
+* the per-document tables (``pipeline.docs``; about 100 bytes per document plus the id, and
+  the exact pass's key map while the first pass runs), the interpreter and the batches of text
+  in flight;
+* the clusters stage's per-document arrays (:data:`CLUSTER_BYTES_PER_DOC`);
+* the candidate pairs (16 bytes each as document indices).
+
+What spills, in the order the run meets it: the rows the candidate stage reads (band keys,
+signatures or fingerprints: to a file, ``pipeline.store``), the band sort (to partition files,
+``pipeline.candidates``), the held shingle sets of verification (into more re-read passes,
+``pipeline.reread``). When even the minimum is more than the limit, the run stops early with
+:class:`MemoryLimitError`, which says how much this input needs.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from neardup.errors import InvalidParameterError
 
-__all__ = ["MemoryPlan", "parse_size"]
+__all__ = ["MemoryBudget", "MemoryLimitError", "parse_size", "current_rss", "release_freed"]
 
-#: Shares of the limit for the spillable structures (the rest is for what cannot spill).
-ROWS_SHARE = 0.5  # the kept rows together with the per-document tables
-VERIFY_SHARE = 0.2
-SORT_SHARE = 0.2
+#: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
+#: document; int64): reserved from the start so that the first pass leaves room for them.
+CLUSTER_BYTES_PER_DOC = 32
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+class MemoryLimitError(InvalidParameterError):
+    """``--memory-limit`` is below what this input needs (the message says how much)."""
 
 
 def parse_size(text: str | int | None) -> int | None:
@@ -54,15 +57,170 @@ def parse_size(text: str | int | None) -> int | None:
     return value
 
 
-@dataclass(frozen=True)
-class MemoryPlan:
-    limit: int | None
-    rows_budget: int | None
-    verify_budget: int | None
-    sort_budget: int | None = None
+def mib(x: float) -> str:
+    return f"{x / (1 << 20):,.1f} MiB" if x >= 10 << 20 else f"{x / 1024:,.0f} KiB"
 
-    @classmethod
-    def for_limit(cls, limit: int | None) -> "MemoryPlan":
-        if limit is None:
-            return cls(None, None, None, None)
-        return cls(limit, int(limit * ROWS_SHARE), int(limit * VERIFY_SHARE), int(limit * SORT_SHARE))
+
+def current_rss() -> int:
+    """Resident bytes of this process now (Linux ``/proc/self/statm``; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return 0
+    import os
+
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def release_freed() -> None:
+    """Hand memory freed by a finished stage back to the system (glibc keeps freed heap pages
+    otherwise, and they would count against the next stage's share)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        pass
+
+
+class MemoryBudget:
+    """The limit, and what each stage may still use of it.
+
+    `held` gives the known bytes of the long-lived tables (set by the run as they grow);
+    `rss` reads the resident set (a parameter so that tests can run the accounting alone)."""
+
+    def __init__(self, limit: int | None, rss: Callable[[], int] | None = None) -> None:
+        self.limit = limit
+        self._rss = rss if rss is not None else current_rss
+        self.base = self._rss() if limit is not None else 0  # interpreter, imports, open inputs
+        self.held: Callable[[], int] = lambda: 0
+        self.spillable: Callable[[], int] = lambda: 0  # held bytes that could have spilled
+        self.spill: Callable[[], bool] = lambda: False  # spill them now; True if it did
+        self.minimum = 0  # the least this run needed so far, had everything spillable spilled
+        self.peak_seen = self.base
+        self.checks: list[dict] = []  # what each stage was given (for report.json)
+
+    @property
+    def limited(self) -> bool:
+        return self.limit is not None
+
+    def resident(self) -> int:
+        now = max(self._rss(), self.base + self.held())
+        self.peak_seen = max(self.peak_seen, now)
+        return now
+
+    def free(self, reserve: int = 0) -> int | None:
+        """Bytes a stage starting now may use, keeping `reserve` for what must come later."""
+        if self.limit is None:
+            return None
+        return self.limit - self.resident() - reserve
+
+    def share(self, stage: str, reserve: int, need: int, what: str) -> int | None:
+        """`free(reserve)` for `stage`, which needs at least `need` bytes to run at all; raises
+        :class:`MemoryLimitError` when even that does not fit."""
+        if self.limit is None:
+            return None
+        release_freed()  # what the last stage freed is not resident any more
+        res = self.resident()
+        free = self.limit - res - reserve
+        if free < need and self.spill():  # rows kept in memory by the first pass: to disk now
+            release_freed()
+            res = self.resident()
+            free = self.limit - res - reserve
+        self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "share_bytes": free})
+        self.minimum = max(self.minimum, res - self.spillable() + reserve + need)
+        if free < need:
+            self.fail(res + reserve + need, f"the {stage} stage needs {mib(need)} for {what} on top of "
+                      f"{mib(res)} resident and {mib(reserve)} reserved for later stages")
+        return free
+
+    def fail(self, minimum: int, why: str) -> None:
+        raise MemoryLimitError(
+            f"--memory-limit {mib(self.limit)} is too small for this input: {why}; it needs at least "
+            f"about {mib(minimum)} (the interpreter and imports take {mib(self.base)} of that)")
+
+
+#: The first pass projects to the end of the input only after this share of it (earlier,
+#: a few batches say little about the rest).
+PROJECT_AFTER = 0.05
+
+
+class FirstPassGuard:
+    """The first pass under a limit: projects the tables to the end of the input (from the
+    share of its bytes read so far) to decide whether the rows may stay in memory, and stops
+    the run as soon as the projection shows the limit cannot be met even with the rows spilled.
+
+    `tables()`: bytes of everything the first pass keeps per document (the exact pass's map
+    included); `exact_map()`: that map's bytes alone (freed when the pass ends); `later(scale)`:
+    the least the later stages need besides their per-document arrays (the smallest band sort
+    and a batch of re-read records), for the input `scale` times what has been read."""
+
+    def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
+                 total_bytes: int | None, later: Callable[[float], int] = lambda s: 0,
+                 count: Callable[[], int] | None = None) -> None:
+        """`count()`: documents in the tables now (the reader adds them ahead of the batches
+        being processed, whose position in the input `update` is told)."""
+        self.budget = budget
+        self.count = count
+        self.tables = tables
+        self.exact_map = exact_map
+        self.later = later
+        self.total_bytes = total_bytes
+        self.fraction: float | None = None
+        self.docs = 0
+        self.batch_bytes = 0
+
+    def update(self, docs: int, bytes_done: int | None, batch_bytes: int = 0) -> None:
+        """`docs` read when the reader had read `bytes_done` bytes of the input; `batch_bytes`:
+        the memory of the batch of texts in hand."""
+        self.docs = docs
+        self.batch_bytes = max(self.batch_bytes, batch_bytes)
+        if self.total_bytes and bytes_done:
+            self.fraction = min(1.0, bytes_done / self.total_bytes)
+
+    def _scale(self) -> float:
+        f = self.fraction
+        return 1.0 / f if f is not None and f >= PROJECT_AFTER else 1.0
+
+    def _projection(self, rows_ram: int, keep_rows: bool = True) -> tuple[int, int, int, float]:
+        """(peak of the first pass, peak of the later stages, resident outside the tables, scale)
+        at the end of the input, with the rows in memory (`rows_ram` now) or spilled."""
+        resident = self.budget.resident()
+        tables, fs = self.tables(), self.exact_map()
+        # besides the tables and rows: the interpreter and the batches of text in flight. Up to
+        # four batches exist at once (one being parsed, two queued, one being signed); when
+        # this is measured the queue may hold fewer, so room for three more is kept.
+        other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base + 3 * self.batch_bytes
+        s = self._scale()
+        final = self.docs * s  # documents at the end of the input
+        # the tables hold `count()` documents (the reader is ahead of the batch in hand)
+        st = final / max(1, self.count() if self.count is not None else self.docs)
+        t, f, r = tables * st, fs * st, (rows_ram * s if keep_rows else 0)
+        first = other + t + r
+        later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
+        return int(first), int(later), other, s
+
+    def rows_fit(self, rows_ram: int) -> bool:
+        if not self.budget.limited:
+            return True
+        first, later, _, _ = self._projection(rows_ram)
+        return max(first, later) <= self.budget.limit
+
+    def check(self, rows_ram: int) -> None:
+        """Raise :class:`MemoryLimitError` when the limit cannot be met with the rows spilled."""
+        if not self.budget.limited:
+            return
+        first, later, other, s = self._projection(rows_ram, keep_rows=False)
+        minimum = max(first, later)
+        self.budget.minimum = max(self.budget.minimum, minimum)
+        now = self.budget.resident()
+        if minimum <= self.budget.limit and now <= self.budget.limit:
+            return
+        n = int(self.docs * s)
+        per_doc = (self.tables() - self.exact_map()) / max(self.docs, 1)
+        where = (f"after {self.fraction:.0%} of the input, about {n:,} documents in all" if s > 1
+                 else f"at {self.docs:,} documents")
+        self.budget.fail(max(minimum, now), f"{where}; the tables that cannot spill take about {per_doc:.0f} "
+                         f"bytes per document plus the exact pass's map while the input is read, and the "
+                         f"clusters stage {CLUSTER_BYTES_PER_DOC} more per document")

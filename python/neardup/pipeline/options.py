@@ -23,6 +23,8 @@ ON_ERROR = ("stop", "skip")
 # multiply-shift` gives the guide's classic MinHash.
 DEFAULT_SCHEME = "oph"
 FORMATS = ("jsonl", "parquet")
+#: Default of ``large_bucket``: buckets above this many documents are not listed pair by pair.
+LARGE_BUCKET = 100
 
 
 @dataclass
@@ -53,6 +55,11 @@ class DedupOptions:
     memory_limit: int | None = None
     # Where spill files go (None: the system's temporary directory).
     tmp_dir: str | None = None
+    # An LSH bucket of more documents than this is verified by a per-bucket union-find
+    # (pipeline/buckets.py): the same clusters and keepers, but only its spanning edges are
+    # checked and written to pairs.jsonl, not its m(m-1)/2 pairs. Below it every pair is
+    # listed (a bucket of 100 has 4,950 pairs: cheap). None: always every pair.
+    large_bucket: int | None = LARGE_BUCKET
     # Return clusters, pairs and kept ids in the result (False: only write them to the output
     # directory, so a run over millions of documents does not hold them all as Python rows).
     collect: bool = True
@@ -95,6 +102,9 @@ class DedupOptions:
             bad("batch_size must be >= 1")
         if self.threads is not None and self.threads <= 0:
             bad("threads must be >= 1")
+        if self.large_bucket is not None and (isinstance(self.large_bucket, bool) or
+                                              not isinstance(self.large_bucket, int) or self.large_bucket < 2):
+            bad(f"large_bucket must be an integer >= 2 or None, got {self.large_bucket!r}")
         if self.memory_limit is not None:
             from neardup.pipeline.memory import parse_size
 

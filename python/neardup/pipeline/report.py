@@ -11,7 +11,18 @@ __all__ = ["Stage", "StageLog", "peak_rss_mb", "summary_text"]
 
 
 def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MiB (Linux reports KiB)."""
+    """Peak resident memory of this process so far, in MiB.
+
+    Linux: the high-water mark of this program's own memory (``VmHWM``). ``ru_maxrss`` would
+    also count the parent's memory copied at fork before this program was exec'd, so a run
+    started from a large process (a test suite, a notebook) would report the parent's size."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:  # pragma: no cover - not Linux
+        pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 

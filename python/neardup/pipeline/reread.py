@@ -18,10 +18,24 @@ import numpy as np
 from neardup.io.records import check_record
 from neardup.pipeline.verify import HashSets, verify_exact
 
-__all__ = ["RereadStats", "verify_reread", "plan_passes", "set_bytes_estimate"]
+__all__ = ["RereadStats", "read_sets", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
 
 #: Per held set: the NumPy array header and the dict entry around the 8-byte hashes.
 SET_OVERHEAD = 160
+#: Per pair while verifying: the sorted copy, its similarity, the b-order and the slices.
+PAIR_BYTES = 96
+
+
+def working_bytes(ntok: np.ndarray, pairs: int, batch_size: int, k: int) -> int:
+    """What a re-read needs besides the held sets: its pair arrays, and one batch of records
+    (the parsed record and text, about 4 bytes a token as UTF-8 and more as Python objects)
+    with their shingle sets; from the largest documents, so a batch of them still fits."""
+    if len(ntok) == 0:
+        return PAIR_BYTES * pairs
+    m = min(len(ntok), batch_size)
+    big = np.partition(ntok, len(ntok) - m)[-m:]
+    per_doc = 24 * big.astype(np.int64) + 8 * np.maximum(big.astype(np.int64) - k + 1, 1) + 1024
+    return int(PAIR_BYTES * pairs + per_doc.sum())
 
 
 @dataclass
@@ -71,9 +85,9 @@ def plan_passes(a_docs: np.ndarray, last_b: np.ndarray, size: np.ndarray, budget
 
 
 def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts, *, budget: int | None,
-                  size: np.ndarray, progress=None) -> tuple[np.ndarray, RereadStats]:
-    """Exact similarity (``opts.measure``) of every pair of document indices; `size` is the
-    per-document set size estimate (:func:`set_bytes_estimate`)."""
+                  size, progress=None) -> tuple[np.ndarray, RereadStats]:
+    """Exact similarity (``opts.measure``) of every pair of document indices; `size(docs)`
+    gives the set size estimates of documents `docs` (:func:`set_bytes_estimate`)."""
     stats = RereadStats()
     m = len(pairs)
     sims = np.zeros(m, dtype=np.float64)
@@ -84,13 +98,14 @@ def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts
     a_docs, inv = np.unique(a, return_inverse=True)
     last_b = np.zeros(len(a_docs), dtype=np.int64)
     np.maximum.at(last_b, inv, b)
-    passes = plan_passes(a_docs, last_b, size[a_docs], budget)
+    sz = size(a_docs)
+    passes = plan_passes(a_docs, last_b, sz, budget)
     stats.passes = len(passes)
     for sl in passes:
         lo, hi = a_docs[sl.start], a_docs[sl.stop - 1]
         sel = np.flatnonzero((a >= lo) & (a <= hi))
         stats.peak_held_bytes_estimate = max(stats.peak_held_bytes_estimate,
-                                             _held_peak(a_docs[sl], last_b[sl], size[a_docs[sl]]))
+                                             _held_peak(a_docs[sl], last_b[sl], sz[sl]))
         _one_pass(sources, docs, pairs[sel], sel, sims, signer, fields, limits, opts, stats, progress)
     return sims, stats
 
@@ -137,6 +152,18 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
         batch_docs.clear()
         batch_texts.clear()
 
+    for d, text in _texts(sources, docs, wanted, fields, limits, stats, progress):
+        batch_docs.append(d)
+        batch_texts.append(text)
+        if len(batch_docs) >= opts.batch_size:
+            flush()
+    flush()
+    if p != len(b):
+        raise RuntimeError(f"{len(b) - p} candidate pairs were not verified (an input changed?)")
+
+
+def _texts(sources, docs, wanted: np.ndarray, fields, limits, stats: RereadStats, progress):
+    """(document, text) of each document of `wanted` (sorted), read again in input order."""
     src = docs.src_array()[wanted]
     rec = docs.recno_array()[wanted]
     for s_i, s in enumerate(sources):
@@ -151,16 +178,26 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
             if want_rec != recno:
                 raise RuntimeError(f"{s.name}: record {recno} came back where record {want_rec} was expected "
                                    "(did the input change during the run?)")
-            c = check_record(obj, fields, limits, s.name, recno)
-            batch_docs.append(d)
-            batch_texts.append(c.text)
             stats.documents_read += 1
             if progress is not None:
                 progress.update(1)
-            if len(batch_docs) >= opts.batch_size:
-                flush()
+            yield d, check_record(obj, fields, limits, s.name, recno).text
         if next(expect, None) is not None:
             raise RuntimeError(f"{s.name}: some candidate records could not be read again (did the input change?)")
-    flush()
-    if p != len(b):
-        raise RuntimeError(f"{len(b) - p} candidate pairs were not verified (an input changed?)")
+
+
+def read_sets(sources, docs, wanted: np.ndarray, signer, fields, limits, opts, progress=None) -> tuple[list, int]:
+    """The shingle sets of documents `wanted` (sorted), in that order, and how many were read."""
+    stats = RereadStats()
+    sets: list[np.ndarray] = []
+    batch: list[str] = []
+    for _, text in _texts(sources, docs, np.asarray(wanted, dtype=np.int64), fields, limits, stats, progress):
+        batch.append(text)
+        if len(batch) >= opts.batch_size:
+            sets.extend(signer.hashes(batch))
+            batch.clear()
+    if batch:
+        sets.extend(signer.hashes(batch))
+    if len(sets) != len(wanted):
+        raise RuntimeError("some documents of large buckets could not be read again (did the input change?)")
+    return sets, stats.documents_read

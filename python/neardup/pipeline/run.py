@@ -28,17 +28,20 @@ import numpy as np
 import neardup
 from neardup import _core
 from neardup.io.errors import RecordError
-from neardup.io.readers import JsonlSource, ParquetSource, RecordsSource, Source, open_sources
+from neardup.io.readers import Source, open_sources
 from neardup.io.records import Limits, check_record
-from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
-from neardup.pipeline.candidates import choose_bands, curve_table, hamming_pairs, lsh_pairs, pairs_from_keys
+from neardup.io.writers import atomic_open
+from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
+from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
+                                        pairs_from_keys)
 from neardup.pipeline.docs import DocTable
-from neardup.pipeline.memory import MemoryPlan
-from neardup.pipeline.keepers import pick_keepers, source_ranks
+from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, FirstPassGuard, MemoryBudget, release_freed
+from neardup.pipeline.keepers import pick_keepers
+from neardup.pipeline.kept import Alternates, write_outputs
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
 from neardup.pipeline.signer import Signer, exact_keys
-from neardup.pipeline.reread import set_bytes_estimate, verify_reread
+from neardup.pipeline.reread import set_bytes_estimate, verify_reread, working_bytes
 from neardup.pipeline.store import RowStore
 from neardup.pipeline.verify import estimate_pairs
 
@@ -89,11 +92,13 @@ def run(inputs: Any, out: str | os.PathLike | None, opts: DedupOptions) -> Dedup
 def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start: float) -> DedupResult:
     fields = opts.fields
     limits = Limits(max_chars=opts.max_chars)
-    mem = MemoryPlan.for_limit(opts.memory_limit)
+    mem = MemoryBudget(opts.memory_limit)
     docs = DocTable()
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
     signer = Signer(opts)
-    first_seen = _core.FirstSeen()  # exact key -> first document with it
+    # exact key -> first document with it; in a list so that the first pass can drop the
+    # only reference when it ends (the map is the largest thing the first pass frees)
+    first_seen = [_core.FirstSeen()]
     exact_key_parts: list[np.ndarray] = []
     rep_of_parts: list[np.ndarray] = []  # per document: the first document with its exact key
     ntok_parts: list[np.ndarray] = []  # per document: tokens (sizes the re-read sets)
@@ -102,30 +107,45 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # needed for their LSH band keys, so only the keys are kept (8 bytes per band instead of 4
     # per permutation); estimates need the whole signature; SimHash keeps its fingerprint.
     band_rows: tuple[int, int] | None = None
+    sizes = [s.size_bytes() for s in sources]
+    total_bytes = sum(sizes) if all(x is not None for x in sizes) else None
 
-    def fixed() -> int:
-        # what shares the rows' budget: the per-document tables, the exact pass's map, and
-        # the exact key / first copy / token count arrays (20 bytes a document)
-        return docs.nbytes() + first_seen.heap_bytes() + 20 * len(docs)
+    def exact_map() -> int:
+        return first_seen[0].heap_bytes() if first_seen else 0
 
+    def tables() -> int:
+        # the per-document tables, the exact pass's map, the exact key / first copy / token
+        # count arrays (20 bytes a document) and the document of each signed row (8)
+        return docs.nbytes() + exact_map() + 20 * len(docs) + 8 * sum(len(p) for p in sig_doc_parts)
+
+    def later(scale: float) -> int:
+        # the smallest band sort, twice (its pairs). The re-read's batch of records is not
+        # added: the batches of text in flight now are part of what is resident, and gone then.
+        signed = int(scale * sum(len(p) for p in sig_doc_parts))
+        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1)
+
+    guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs))
+    rows_fit = guard.rows_fit if mem.limited else None
     if opts.method == "minhash":
         band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
         keep_keys = opts.verify == "exact"
         store = RowStore(band_rows[0] if keep_keys else opts.num_perm, np.uint64 if keep_keys else np.uint32,
-                         mem.rows_budget, opts.tmp_dir, "band-keys" if keep_keys else "signatures", fixed)
+                         rows_fit, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
     else:
         keep_keys = False
-        store = RowStore(1, np.uint64, mem.rows_budget, opts.tmp_dir, "fingerprints", fixed)
+        store = RowStore(1, np.uint64, rows_fit, opts.tmp_dir, "fingerprints")
+    mem.held = lambda: tables() + store.ram_bytes
+    mem.spillable = lambda: store.ram_bytes
     try:
         return _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per_input, signer,
                            first_seen, exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows,
-                           keep_keys, store)
+                           keep_keys, store, guard)
     finally:
         store.close()
 
 
 def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per_input, signer, first_seen,
-                exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows, keep_keys, store):
+                exact_key_parts, rep_of_parts, ntok_parts, sig_doc_parts, band_rows, keep_keys, store, mem_guard):
     skipped: list[dict] = []
     n_skipped = 0
     bad_times: list[dict] = []  # unreadable times: kept as missing, listed here
@@ -149,6 +169,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     t_sig = 0.0
     sizes = [s.size_bytes() for s in sources]
     total_bytes = sum(sizes) if all(x is not None for x in sizes) else None
+    guard = mem_guard
     # With every input a plain file, progress counts bytes, so the bar has a rate and an ETA.
     bar = _progress(opts.progress, "scan + signatures", total=total_bytes, unit="B" if total_bytes else "doc")
     batches: queue.Queue = queue.Queue(maxsize=2)
@@ -227,7 +248,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         bdocs = np.asarray(batch_docs, dtype=np.int64)
         rep = bdocs.copy()  # a document without tokens has nothing to compare: its own group
         has = ntok > 0
-        rep[has] = first_seen.first(np.ascontiguousarray(keys[has]), np.ascontiguousarray(bdocs[has]))
+        rep[has] = first_seen[0].first(np.ascontiguousarray(keys[has]), np.ascontiguousarray(bdocs[has]))
         new_rows = np.flatnonzero(has & (rep == bdocs))
         no_tokens += int((~has).sum())
         exact_key_parts.append(np.where(has, keys, np.uint64(0)))
@@ -242,6 +263,9 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             store.append(sig)
             sig_doc_parts.append(bdocs[new_rows])
         t_sig += time.perf_counter() - t1
+        guard.update(batch_docs[-1] + 1, bytes_done if total_bytes else None,
+                     sum(map(sys.getsizeof, batch_texts)) if mem.limited else 0)
+        guard.check(store.ram_bytes)
         if bar is not None:
             if total_bytes:
                 bar.set_postfix_str(f"{len(docs):,} docs", refresh=False)
@@ -284,15 +308,17 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                             peak_rss_mb()))
     log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),
                 "note": "the whole first pass (read, exact, signatures overlap)"}
-    del first_seen
+    first_seen.clear()  # the exact pass's map: its only reference
+    release_freed()
 
     n = len(docs)
-    exact_key = np.concatenate(exact_key_parts) if exact_key_parts else np.zeros(0, np.uint64)
-    rep_of = np.concatenate(rep_of_parts) if rep_of_parts else np.zeros(0, np.int64)
-    ntok_all = np.concatenate(ntok_parts) if ntok_parts else np.zeros(0, np.uint32)
+    exact_key = _join(exact_key_parts, np.uint64)
+    rep_of = _join(rep_of_parts, np.int64)
+    ntok_all = _join(ntok_parts, np.uint32)
     rows = store.finish()
-    sig_doc = np.concatenate(sig_doc_parts) if sig_doc_parts else np.zeros(0, np.int64)
-    exact_key_parts.clear(); rep_of_parts.clear(); ntok_parts.clear(); sig_doc_parts.clear()  # noqa: E702
+    sig_doc = _join(sig_doc_parts, np.int64)
+    held: list[np.ndarray] = [exact_key, rep_of, ntok_all, sig_doc]  # what later stages account
+    mem.held = lambda: docs.nbytes() + store.ram_bytes + sum(a.nbytes for a in held)
     exact_dups = np.flatnonzero(rep_of != np.arange(n))
     exact_groups = len(np.unique(rep_of[exact_dups]))
     log.stages[-2].count = int(len(exact_dups))
@@ -304,13 +330,13 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "kept_rows": "band keys" if keep_keys else ("signatures" if opts.method == "minhash" else "fingerprints"),
         "row_bytes": store.row_bytes,
         "rows_spilled_to_disk": store.spilled,
-        "rows_budget_bytes": mem.rows_budget,
-        "verify_budget_bytes": mem.verify_budget,
-        "sort_budget_bytes": mem.sort_budget,
+        "baseline_rss_bytes": mem.base if mem.limited else None,
+        "stage_shares": mem.checks,  # what each stage was given, from what was resident
     }
 
     # ---- candidates -----------------------------------------------------------------------
     lsh_info: dict | None = None
+    large_rows: list[np.ndarray] = []  # LSH buckets above opts.large_bucket, as signature rows
     with log.stage("candidates") as st:
         if opts.method == "minhash":
             b, r = band_rows
@@ -324,42 +350,71 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 "curve": curve_table(b, r),
             }
             sort_info: dict = {"external_sort": False}
+            # the sort gets half of what is free (the pairs it finds take the other half);
+            # estimates form their band keys first (8 bytes per band per row)
+            keys_bytes = 0 if keep_keys else 8 * b * len(rows)
+            free = mem.share("candidates", CLUSTER_BYTES_PER_DOC * n, keys_bytes + 2 * min_sort_bytes(len(rows), b),
+                             "its band keys and the smallest external sort")
+            sort_budget = None if free is None else (free - keys_bytes) // 2
+            big = dict(large_bucket=opts.large_bucket, large=large_rows if opts.large_bucket else None)
             if keep_keys:
                 # spilled keys are read back in chunks by the external sort (never mapped whole)
-                cand = pairs_from_keys(rows, mem.sort_budget, opts.tmp_dir, sort_info, external=store.spilled)
+                cand = pairs_from_keys(rows, sort_budget, opts.tmp_dir, sort_info, external=store.spilled, **big)
             else:
-                cand = lsh_pairs(rows, b, r, mem.sort_budget, opts.tmp_dir, sort_info)
+                cand = lsh_pairs(rows, b, r, sort_budget, opts.tmp_dir, sort_info, **big)
             memory["band_sort"] = sort_info
             hamming = None
         else:
             cand, hamming = hamming_pairs(rows, opts.max_distance, opts.threads)
         st.count = int(len(cand))
+    rows = None  # later stages take them from the store: spilled if a stage needs the room
+    if keep_keys:  # band keys are for the candidate stage only: free them (or their file) now
+        store.close()
+    else:
+        mem.spill = store.spill_now
     # candidate pairs in signature-row space; document index of each side
     cand_docs = sig_doc[cand.astype(np.int64)] if len(cand) else np.zeros((0, 2), np.int64)
     del cand
+    held.append(cand_docs)
+    lb = LargeBuckets(np.r_[0, np.cumsum([len(m) for m in large_rows])].astype(np.int64),
+                      sig_doc[np.concatenate(large_rows).astype(np.int64)] if large_rows else np.zeros(0, np.int64))
+    del large_rows
+    held.append(lb.members)
 
     # ---- verification ---------------------------------------------------------------------
-    set_size = set_bytes_estimate(ntok_all, opts.k) if opts.verify == "exact" else None
+    def set_size(which: np.ndarray) -> np.ndarray:
+        return set_bytes_estimate(ntok_all[which], opts.k)
+
     reread_info: dict = {}
     with log.stage("verify") as st:
         if opts.verify == "exact":
             vbar = _progress(opts.progress, "verify: re-read candidates", total=len(np.unique(cand_docs)))
             sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
-                                         budget=mem.verify_budget, size=set_size, progress=vbar)
+                                         budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n),
+                                         size=set_size, progress=vbar)
             if vbar is not None:
                 vbar.close()
             reread_info = {"passes": vstats.passes, "documents_read": vstats.documents_read,
                            "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
             ok = sims >= opts.threshold
         elif opts.method == "minhash":
-            sims = estimate_pairs(rows, _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
+            sims = estimate_pairs(store.finish(), _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
             ok = sims >= opts.threshold
         else:
             sims = 1.0 - hamming.astype(np.float64) / 64.0
             ok = np.ones(len(cand_docs), dtype=bool)
         near = cand_docs[ok]
         near_sims = sims[ok]
-        st.count = int(ok.sum())
+        large_info = None
+        if opts.large_bucket is not None and opts.method == "minhash":
+            sigs_of = None if opts.verify == "exact" else (lambda d: store.finish()[np.searchsorted(sig_doc, d)])
+            span, span_sims, large_info = spanning_pairs(lb, near, n, sources, docs, signer, fields, limits, opts,
+                                                         mem, ntok_all if opts.verify == "exact" else None, sigs_of)
+            if len(span):  # in the order of the other pairs: by (a, b)
+                both = np.concatenate([near.astype(np.int64).reshape(-1, 2), span])
+                order = np.lexsort((both[:, 1], both[:, 0]))
+                near, near_sims = both[order], np.concatenate([near_sims, span_sims])[order]
+        st.count = int(len(near))
         st.note = f"{opts.verify} {opts.measure}"
     memory["verify_reread"] = reread_info or None
 
@@ -371,25 +426,26 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         counts = np.bincount(labels, minlength=n) if n else np.zeros(0, np.int64)
         members = np.flatnonzero(counts[labels] >= 2) if n else np.zeros(0, np.int64)
         del counts
-        src_rank = docs.source_rank(opts.prefer_source)
-        # ties broken by the id's string order; only cluster members are ever compared
-        id_rank = np.zeros(n, dtype=np.int64)
+        # the keeper rule over the members only (arrays aligned with `members`, not n long);
+        # ties broken by the id's string order
+        id_rank = np.zeros(len(members), dtype=np.int64)
         if len(members):
             keys_m = np.array(docs.keys_of(members), dtype=str)
-            id_rank[members[np.argsort(keys_m, kind="stable")]] = np.arange(len(members))
+            id_rank[np.argsort(keys_m, kind="stable")] = np.arange(len(members))
             del keys_m
-        ordered, starts = pick_keepers(labels, members, times, src_rank, id_rank)
-        del id_rank, src_rank, labels
-        keeper_of = np.arange(n)
+        at, starts = pick_keepers(labels[members], np.arange(len(members)), times[members],
+                                  docs.source_rank(opts.prefer_source, members), id_rank)
+        ordered = members[at]
+        del id_rank, labels, at
         ends = np.r_[starts[1:], len(ordered)].astype(np.int64)
         sizes = ends - starts
         keepers = ordered[starts] if len(ordered) else np.zeros(0, np.int64)
-        keeper_of[ordered] = np.repeat(keepers, sizes)
+        kp_all = np.repeat(keepers, sizes)  # the keeper of each document of `ordered`
         st.count = int(len(starts))
         # similarity of each member to its keeper
-        others = ordered[keeper_of[ordered] != ordered]
-        kp = keeper_of[others]
-        del keeper_of
+        is_other = kp_all != ordered
+        others, kp = ordered[is_other], kp_all[is_other]
+        del kp_all, is_other
         same = exact_key[others] == exact_key[kp]
         same &= exact_key[others] != 0
         msim = np.ones(len(others), dtype=np.float64)
@@ -398,41 +454,33 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         if len(pr):
             if opts.verify == "exact":
                 msim[need] = _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts,
-                                          mem, set_size, reread_info)
+                                          mem, set_size, ntok_all, reread_info)
             elif opts.method == "minhash":
-                msim[need] = estimate_pairs(rows, _rows_of(sig_doc, n, pr))
+                msim[need] = estimate_pairs(store.finish(), _rows_of(sig_doc, n, pr))
             else:
                 rp = _rows_of(sig_doc, n, pr)
+                rows = store.finish()  # a memory map if a stage had to spill them
                 x = rows[rp[:, 0]] ^ rows[rp[:, 1]]
                 msim[need] = 1.0 - np.array([int(v).bit_count() for v in x.tolist()]) / 64.0
     removed = int(len(others))
     near_removed = int((~same).sum())
-    # members (other than the keeper) follow their keeper in `ordered`, in rule order
-    pos_of_other = np.full(n, -1, dtype=np.int64)
-    pos_of_other[others] = np.arange(len(others))
-    ordered_pos = pos_of_other[ordered]
-    del pos_of_other
-    starts_l, ends_l = starts.tolist(), ends.tolist()
-    alternates: dict[int, list] = {}
-    for lo in range(0, len(starts_l), ROW_CHUNK):  # keeper -> its alternates, for kept records
-        hi = min(lo + ROW_CHUNK, len(starts_l))
-        base = starts_l[lo]
-        ids_c = docs.ids_of(ordered[base : ends_l[hi - 1]])
-        for s0, e0 in zip(starts_l[lo:hi], ends_l[lo:hi]):
-            alternates[int(ordered[s0])] = ids_c[s0 - base + 1 : e0 - base]
+    # the others of cluster c are ordered[starts[c] + 1 : ends[c]], and others[i] is the
+    # (i + c + 1)-th document of `ordered` (each cluster puts its keeper first): so the i-th
+    # other sits at ordered position i + c + 1, with no per-document lookup table
+    alternates = Alternates(docs, ordered, starts, ends)
 
     def cluster_rows():
         # built a chunk of clusters at a time, so a large run need not hold them all
-        for lo in range(0, len(starts_l), ROW_CHUNK):
-            hi = min(lo + ROW_CHUNK, len(starts_l))
-            base = starts_l[lo]
-            ids_c = docs.ids_of(ordered[base : ends_l[hi - 1]])
-            pos_c = ordered_pos[base : ends_l[hi - 1]].tolist()
+        for lo in range(0, len(starts), ROW_CHUNK):
+            hi = min(lo + ROW_CHUNK, len(starts))
+            starts_l, ends_l = starts[lo:hi].tolist(), ends[lo:hi].tolist()
+            base = starts_l[0]
+            ids_c = docs.ids_of(ordered[base : ends_l[-1]])
             for ci in range(lo, hi):
-                s0, e0 = starts_l[ci], ends_l[ci]
+                s0, e0 = starts_l[ci - lo], ends_l[ci - lo]
                 mem_rows = []
                 for j in range(s0 + 1, e0):
-                    i = pos_c[j - base]
+                    i = j - ci - 1
                     mem_rows.append({"id": ids_c[j - base], "similarity": round(float(msim[i]), 6),
                                      "match": "exact" if same[i] else "near"})
                 yield {"cluster": ci, "keeper": ids_c[s0 - base], "size": e0 - s0, "members": mem_rows}
@@ -451,6 +499,10 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     kept_mask = np.ones(n, dtype=bool)
     kept_mask[others] = False
+    # the least this run needed (with everything that can spill spilled), when it was limited
+    memory["minimum_bytes"] = mem.minimum if mem.limited else None
+    if not keep_keys:  # a later stage may have spilled them (keys are freed after the candidates)
+        memory["rows_spilled_to_disk"] = store.spilled
 
     report: dict[str, Any] = {
         "neardup_version": getattr(neardup, "__version__", "?"),
@@ -469,6 +521,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "signatures": int(len(sig_doc)),
         "lsh": lsh_info,
         "candidates": int(len(cand_docs)),
+        "large_buckets": large_info,
         "verified_pairs": int(len(exact_dups) + len(near)),
         "near_pairs": int(len(near)),
         "clusters": int(len(starts)),
@@ -489,7 +542,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     if out is not None:
         with log.stage("write") as st:
-            files = _write_outputs(os.fspath(out), sources, docs, kept_mask, alternates, rows_out, opts)
+            files = write_outputs(os.fspath(out), sources, docs, kept_mask, alternates, rows_out, opts, _progress)
             st.count = len(files)
         report["outdir"] = os.fspath(out)
         report["files"] = files + ["report.json"]
@@ -506,6 +559,19 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     return result
 
 
+def _join(parts: list[np.ndarray], dtype) -> np.ndarray:
+    """One array from `parts`, each part freed once copied (np.concatenate would hold both)."""
+    out = np.empty(sum(len(p) for p in parts), dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        p = parts.pop()
+        out[at : at + len(p)] = p
+        at += len(p)
+        del p
+    return out
+
+
 def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
     """Signature rows of document pairs."""
     row_of = np.full(n, -1, np.int64)
@@ -513,8 +579,22 @@ def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
     return row_of[np.asarray(pairs, dtype=np.int64)]
 
 
+def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.ndarray, opts: DedupOptions,
+                   n_later: int) -> int | None:
+    """Bytes the held shingle sets of a re-read may take: what is free now, less the re-read's
+    own working memory and what the clusters stage will need (`n_later` documents)."""
+    if not mem.limited:
+        return None
+    wanted = np.unique(pairs)
+    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k)
+    biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
+    free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
+                     "one batch of re-read records, its pairs and the largest shingle set")
+    return free - work
+
+
 def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts, mem, set_size,
-                 reread_info) -> np.ndarray:
+                 ntok_all, reread_info) -> np.ndarray:
     """Exact similarity of each (member, keeper) pair: from the verified pairs when the two were
     a candidate pair (most are), otherwise by re-reading just those documents."""
     lo, hi = np.minimum(pr[:, 0], pr[:, 1]), np.maximum(pr[:, 0], pr[:, 1])
@@ -532,153 +612,11 @@ def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, 
     if len(rest):
         vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(np.unique(pr[rest])))
         sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, opts,
-                                 budget=mem.verify_budget, size=set_size, progress=vbar)
+                                 budget=_reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0),
+                                 size=set_size, progress=vbar)
         if vbar is not None:
             vbar.close()
         out[rest] = sims
         reread_info["keeper_passes"] = st.passes
         reread_info["keeper_documents_read"] = st.documents_read
     return out
-
-
-def _wanted_masks(docs: DocTable, which: np.ndarray, n_sources: int) -> list[np.ndarray | None]:
-    src = docs.src_array()[which]
-    rec = docs.recno_array()[which]
-    masks: list[np.ndarray | None] = []
-    for s in range(n_sources):
-        r = rec[src == s]
-        if len(r) == 0:
-            masks.append(None)
-            continue
-        m = np.zeros(int(r.max()) + 1, dtype=bool)
-        m[r] = True
-        masks.append(m)
-    return masks
-
-
-def _write_outputs(outdir, sources, docs, kept_mask, alternates, rows_out, opts) -> list[str]:
-    ensure_output_dir(outdir)
-    write_jsonl(os.path.join(outdir, "clusters.jsonl"), rows_out[0])
-    write_jsonl(os.path.join(outdir, "pairs.jsonl"), rows_out[1])
-    kept_name = "kept.parquet" if opts.output_format == "parquet" else "kept.jsonl"
-    _write_kept(os.path.join(outdir, kept_name), sources, docs, kept_mask, alternates, opts)
-    return ["clusters.jsonl", "pairs.jsonl", kept_name]
-
-
-def _kept_records(sources, docs, kept_mask, alternates, progress=False):
-    """(record dict or raw JSON line, alternates) for each kept record, in input order."""
-    kept = np.flatnonzero(kept_mask)
-    bar = _progress(progress, "write kept records", total=len(kept))
-    masks = _wanted_masks(docs, kept, len(sources))
-    src = docs.src_array()
-    rec = docs.recno_array()
-    doc_at = {(int(src[d]), int(rec[d])): int(d) for d in kept.tolist() if int(d) in alternates}
-    for s_i, s in enumerate(sources):
-        if masks[s_i] is None:
-            continue
-        it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
-        for recno, obj in it:
-            d = doc_at.get((s_i, recno))
-            if bar is not None:
-                bar.update(1)
-            yield obj, (alternates[d] if d is not None else [])
-    if bar is not None:
-        bar.close()
-
-
-_ALT = b'"alternates"'
-
-
-def _write_kept(path, sources, docs, kept_mask, alternates, opts) -> None:
-    if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts)
-        return
-    with atomic_open(path, "wb") as f:
-        if all(isinstance(s, JsonlSource) for s in sources):
-            _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts)
-            return
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
-            if isinstance(obj, bytes):
-                obj = _with_alternates(obj, dumps(alts).encode("utf-8"))
-                f.write(obj)
-                f.write(b"\n")
-                continue
-            obj["alternates"] = alts
-            f.write(dumps(obj).encode("utf-8"))
-            f.write(b"\n")
-
-
-def _with_alternates(line: bytes, alts_json: bytes) -> bytes:
-    """The JSON object `line` with an "alternates" field: the original bytes are kept and the
-    field added before the closing brace; a line that already has the field is re-encoded."""
-    line = line.rstrip()
-    if line.endswith(b"}") and _ALT not in line:
-        return line[:-1] + b',"alternates":' + alts_json + b"}"
-    import json
-
-    obj = json.loads(line)
-    obj["alternates"] = json.loads(alts_json)
-    return dumps(obj).encode("utf-8")
-
-
-def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, opts) -> None:
-    """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
-    kept = np.flatnonzero(kept_mask)
-    masks = _wanted_masks(docs, kept, len(sources))
-    src = docs.src_array()
-    rec = docs.recno_array()
-    bar = _progress(opts.progress, "write kept records", total=len(kept))
-    for s_i, s in enumerate(sources):
-        m = masks[s_i]
-        if m is None:
-            continue
-        alt = {int(rec[d]): dumps(a).encode("utf-8") for d, a in alternates.items() if src[d] == s_i}
-        empty = b"[]"
-        for start, lines in s.blocks():
-            sel = m[start : start + len(lines)]
-            idx = np.flatnonzero(sel).tolist()
-            if not idx:
-                continue
-            out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
-            out.append(b"")
-            f.write(b"\n".join(out))
-            if bar is not None:
-                bar.update(len(idx))
-    if bar is not None:
-        bar.close()
-
-
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates, opts) -> None:
-    import json
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    writer = None
-    schema = None
-    rows: list[dict] = []
-
-    def flush(tmp_f) -> None:
-        nonlocal writer, schema
-        if not rows:
-            return
-        table = pa.Table.from_pylist(rows, schema=schema)
-        if writer is None:
-            schema = table.schema
-            writer = pq.ParquetWriter(tmp_f, schema)
-        writer.write_table(table)
-        rows.clear()
-
-    with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, opts.progress):
-            if isinstance(obj, bytes):
-                obj = json.loads(obj)
-            obj["alternates"] = [str(a) for a in alts]
-            rows.append(obj)
-            if len(rows) >= 8192:
-                flush(f)
-        flush(f)
-        if writer is None:
-            pq.write_table(pa.table({"alternates": pa.array([], pa.list_(pa.string()))}), f)
-        else:
-            writer.close()

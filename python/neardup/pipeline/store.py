@@ -19,19 +19,21 @@ __all__ = ["RowStore"]
 
 
 class RowStore:
-    def __init__(self, width: int, dtype, budget_bytes: int | None, tmp_dir: str | None = None,
-                 name: str = "rows", shared_with=None) -> None:
-        """`shared_with`: a callable giving the bytes of other structures that share the budget
-        (the per-document tables): the rows spill once they and those together exceed it."""
+    def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows") -> None:
+        """`budget`: None (never spill), a number of bytes the rows may take, or a callable
+        told the rows' bytes in memory after each append that says whether they still fit
+        (the run's memory budget decides from everything else that is resident)."""
         self.width = int(width)
         self.dtype = np.dtype(dtype)
-        self.budget = budget_bytes
+        if budget is None or callable(budget):
+            self._fits = budget
+        else:
+            self._fits = lambda ram, cap=int(budget): ram <= cap
         self.tmp_parent = tmp_dir
         self.name = name
         self.rows = 0
         self._parts: list[np.ndarray] = []
         self._ram = 0
-        self._shared_with = shared_with
         self._dir: str | None = None
         self._file = None
         self._map: np.ndarray | None = None
@@ -39,6 +41,11 @@ class RowStore:
     @property
     def row_bytes(self) -> int:
         return self.width * self.dtype.itemsize
+
+    @property
+    def ram_bytes(self) -> int:
+        """Bytes of rows held in memory (0 once spilled)."""
+        return self._ram
 
     @property
     def spilled(self) -> bool:
@@ -55,10 +62,8 @@ class RowStore:
             return
         self._parts.append(rows)
         self._ram += rows.nbytes
-        if self.budget is not None:
-            other = self._shared_with() if self._shared_with is not None else 0
-            if self._ram + other > self.budget:
-                self._spill()
+        if self._fits is not None and not self._fits(self._ram):
+            self._spill()
 
     def _spill(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="neardup-", dir=self.tmp_parent)
@@ -67,6 +72,14 @@ class RowStore:
             self._file.write(p.tobytes())
         self._parts = []
         self._ram = 0
+
+    def spill_now(self) -> bool:
+        """Move rows held in memory to the file (a later stage needs the room); True if any
+        were. :meth:`finish` then returns the memory map."""
+        if self._file is not None or self._dir is not None or not self._parts:
+            return False
+        self._spill()
+        return True
 
     @property
     def path(self) -> str | None:
@@ -104,7 +117,9 @@ class RowStore:
         return self._map
 
     def close(self) -> None:
+        """Free the rows (and remove the spill file); closing twice is harmless."""
         self._parts = []
+        self._ram = 0
         self._map = None
         if self._file is not None and not self._file.closed:
             self._file.close()

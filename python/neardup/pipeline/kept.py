@@ -1,0 +1,190 @@
+"""The kept records (keepers and documents in no cluster), streamed from the input to
+kept.jsonl or kept.parquet, each with its ``alternates``.
+
+The alternates are looked up from the clusters' order (:class:`Alternates`) a block of records
+at a time: no dictionary of a million keepers' id lists is built (at 10M articles that was
+about 300 MB of Python objects, more than any other stage of a run under ``--memory-limit``).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from neardup.io.readers import JsonlSource
+from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
+
+__all__ = ["Alternates", "write_outputs"]
+
+_ALT = b'"alternates"'
+
+
+class Alternates:
+    """Each keeper's alternates: the documents after it in the keeper-rule order of its
+    cluster (``ordered[starts[c] + 1 : ends[c]]``)."""
+
+    def __init__(self, docs, ordered: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.docs = docs
+        self.ordered = ordered
+        keepers = ordered[starts] if len(starts) else np.zeros(0, np.int64)
+        by_doc = np.argsort(keepers, kind="stable")
+        self.keepers = keepers[by_doc]  # sorted document indices
+        self.starts, self.ends = starts[by_doc], ends[by_doc]
+
+    def in_range(self, lo: int, hi: int) -> dict[int, list]:
+        """{keeper: its alternates' ids} for the keepers among documents lo..hi-1."""
+        a, b = np.searchsorted(self.keepers, [lo, hi])
+        if a == b:
+            return {}
+        s, e = self.starts[a:b], self.ends[a:b]
+        ids = self.docs.ids_of(np.concatenate([self.ordered[x + 1 : y] for x, y in zip(s.tolist(), e.tolist())]))
+        out, at = {}, 0
+        for k, x, y in zip(self.keepers[a:b].tolist(), s.tolist(), e.tolist()):
+            out[k] = ids[at : at + y - x - 1]
+            at += y - x - 1
+        return out
+
+
+def _source_docs(docs, s_i: int) -> tuple[int, np.ndarray]:
+    """(first document of input s_i, the record numbers of its documents): documents are
+    numbered in reading order, so each input's are one ascending range."""
+    src = docs.src_array()
+    lo, hi = np.searchsorted(src, [s_i, s_i + 1])
+    return int(lo), docs.recno_array()[lo:hi]
+
+
+def _wanted_masks(docs, which: np.ndarray, n_sources: int) -> list[np.ndarray | None]:
+    src = docs.src_array()[which]
+    rec = docs.recno_array()[which]
+    masks: list[np.ndarray | None] = []
+    for s in range(n_sources):
+        r = rec[src == s]
+        if len(r) == 0:
+            masks.append(None)
+            continue
+        m = np.zeros(int(r.max()) + 1, dtype=bool)
+        m[r] = True
+        masks.append(m)
+    return masks
+
+
+def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows_out, opts, progress) -> list[str]:
+    ensure_output_dir(outdir)
+    write_jsonl(os.path.join(outdir, "clusters.jsonl"), rows_out[0])
+    write_jsonl(os.path.join(outdir, "pairs.jsonl"), rows_out[1])
+    kept_name = "kept.parquet" if opts.output_format == "parquet" else "kept.jsonl"
+    path = os.path.join(outdir, kept_name)
+    bar = progress(opts.progress, "write kept records", total=int(kept_mask.sum()))
+    try:
+        if opts.output_format == "parquet":
+            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar)
+        else:
+            with atomic_open(path, "wb") as f:
+                if all(isinstance(s, JsonlSource) for s in sources):
+                    _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, bar)
+                else:
+                    for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
+                        if isinstance(obj, bytes):
+                            f.write(_with_alternates(obj, dumps(alts).encode("utf-8")) + b"\n")
+                            continue
+                        obj["alternates"] = alts
+                        f.write(dumps(obj).encode("utf-8") + b"\n")
+    finally:
+        if bar is not None:
+            bar.close()
+    return ["clusters.jsonl", "pairs.jsonl", kept_name]
+
+
+#: Records whose alternates are looked up at once (non-JSONL inputs).
+LOOKUP_BLOCK = 65536
+
+
+def _kept_records(sources, docs, kept_mask, alternates: Alternates, bar):
+    """(record dict or raw JSON line, alternates) for each kept record, in input order."""
+    masks = _wanted_masks(docs, np.flatnonzero(kept_mask), len(sources))
+    for s_i, s in enumerate(sources):
+        if masks[s_i] is None:
+            continue
+        first, recs = _source_docs(docs, s_i)
+        it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
+        alt: dict[int, list] = {}
+        upto = -1  # alternates are looked up for records up to this number
+        for recno, obj in it:
+            if recno > upto:
+                at = int(np.searchsorted(recs, recno))
+                stop = min(len(recs), at + LOOKUP_BLOCK)
+                alt = {int(recs[d - first]): a for d, a in alternates.in_range(first + at, first + stop).items()}
+                upto = int(recs[stop - 1])
+            if bar is not None:
+                bar.update(1)
+            yield obj, alt.get(recno, [])
+
+
+def _with_alternates(line: bytes, alts_json: bytes) -> bytes:
+    """The JSON object `line` with an "alternates" field: the original bytes are kept and the
+    field added before the closing brace; a line that already has the field is re-encoded."""
+    line = line.rstrip()
+    if line.endswith(b"}") and _ALT not in line:
+        return line[:-1] + b',"alternates":' + alts_json + b"}"
+    obj = json.loads(line)
+    obj["alternates"] = json.loads(alts_json)
+    return dumps(obj).encode("utf-8")
+
+
+def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates, bar) -> None:
+    """JSONL to JSONL, a block of lines at a time: the kept lines are copied byte for byte."""
+    masks = _wanted_masks(docs, np.flatnonzero(kept_mask), len(sources))
+    empty = b"[]"
+    for s_i, s in enumerate(sources):
+        m = masks[s_i]
+        if m is None:
+            continue
+        first, recs = _source_docs(docs, s_i)
+        for start, lines in s.blocks():
+            sel = m[start : start + len(lines)]
+            idx = np.flatnonzero(sel).tolist()
+            if not idx:
+                continue
+            lo, hi = np.searchsorted(recs, [start, start + len(lines)])
+            alt = {int(recs[d - first]): dumps(a).encode("utf-8")
+                   for d, a in alternates.in_range(first + int(lo), first + int(hi)).items()}
+            out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
+            out.append(b"")
+            f.write(b"\n".join(out))
+            if bar is not None:
+                bar.update(len(idx))
+
+
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    schema = None
+    rows: list[dict] = []
+
+    def flush(tmp_f) -> None:
+        nonlocal writer, schema
+        if not rows:
+            return
+        table = pa.Table.from_pylist(rows, schema=schema)
+        if writer is None:
+            schema = table.schema
+            writer = pq.ParquetWriter(tmp_f, schema)
+        writer.write_table(table)
+        rows.clear()
+
+    with atomic_open(path, "wb") as f:
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
+            if isinstance(obj, bytes):
+                obj = json.loads(obj)
+            obj["alternates"] = [str(a) for a in alts]
+            rows.append(obj)
+            if len(rows) >= 8192:
+                flush(f)
+        flush(f)
+        if writer is None:
+            pq.write_table(pa.table({"alternates": pa.array([], pa.list_(pa.string()))}), f)
+        else:
+            writer.close()
