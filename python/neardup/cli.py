@@ -61,8 +61,14 @@ def _add_dedup_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=int, default=8192, help="records per batch (default: 8192)")
     g.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     g.add_argument("--memory-limit", default=None, metavar="SIZE",
-                   help="memory budget, e.g. 16G: past it, signature rows spill to a memory-mapped file and "
-                        "verification re-reads in more passes (default: no limit; docs/scale.md)")
+                   help="peak memory of the whole run, e.g. 16G: each stage sizes its share from what is "
+                        "resident, rows spill to a file, sorts go external, verification re-reads in more "
+                        "passes; a limit below the input's minimum stops early and says the minimum "
+                        "(default: no limit; docs/scale.md)")
+    g.add_argument("--large-bucket", type=int, default=100, metavar="N",
+                   help="LSH buckets of more than N documents are verified by a per-bucket union-find that "
+                        "keeps only spanning edges, not listed pair by pair (same clusters; 0: list every "
+                        "pair; default: 100; docs/dedup.md)")
     g.add_argument("--tmp-dir", default=None, metavar="DIR", help="where spill files go (default: the system's)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bars and no summary")
     g.add_argument("--json", action="store_true", help="print report.json to stdout instead of the summary")
@@ -125,7 +131,7 @@ def _dedup_kwargs(a: argparse.Namespace) -> dict:
         prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()], on_error=a.on_error,
         max_chars=a.max_chars, output_format=a.output_format, batch_size=a.batch_size, threads=a.threads,
         progress=(not a.quiet) and sys.stdout.isatty() and sys.stderr.isatty(),
-        memory_limit=a.memory_limit, tmp_dir=a.tmp_dir,
+        memory_limit=a.memory_limit, tmp_dir=a.tmp_dir, large_bucket=a.large_bucket or None,
     )
 
 

@@ -100,3 +100,21 @@ def test_synth_is_wired(tmp_path):
     assert main(["synth", "-o", str(out), "--originals", "50", "--copies", "10", "--words", "60"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 60 and sum(r["original_id"] is not None for r in rows) == 10
+
+
+def test_large_bucket_flag(tmp_path, capsys):
+    """--large-bucket 0 lists every pair; a tiny value sends every bucket through the per-bucket
+    union-find: the same clusters either way. Nonsense is a usage error."""
+    from neardup.synth import generate
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in generate(originals=300, copies=120, words=80, seed=2)))
+    outs = {}
+    for flag in ("0", "2"):
+        out = tmp_path / f"out{flag}"
+        assert main(["dedup", str(src), "-o", str(out), "-q", "--large-bucket", flag]) == 0
+        rows = [json.loads(line) for line in (out / "clusters.jsonl").read_text().splitlines()]
+        outs[flag] = sorted(sorted(m["id"] for m in r["members"]) for r in rows)
+    assert outs["0"] == outs["2"] and any(len(c) > 1 for c in outs["0"])
+    assert main(["dedup", str(src), "-o", str(tmp_path / "bad"), "-q", "--large-bucket", "1"]) == 2
+    assert "large_bucket must be an integer >= 2" in capsys.readouterr().err
