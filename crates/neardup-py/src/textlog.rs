@@ -2,7 +2,8 @@
 
 use crate::errors::{detached, param_err, raise};
 use neardup_core::textlog::{self, TextError};
-use numpy::PyReadonlyArray1;
+use crate::convert::Texts;
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::fs::File;
 use std::mem::ManuallyDrop;
@@ -43,7 +44,31 @@ pub fn read_texts(
     })
 }
 
+/// Write `texts` back to back into the open descriptor `fd` from `offset` on (no fsync; the
+/// caller's) and return (lengths uint32, CRC-32s uint32). An I/O error raises OSError.
+#[pyfunction]
+pub fn write_texts<'py>(
+    py: Python<'py>,
+    fd: i32,
+    offset: u64,
+    texts: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
+    if fd < 0 {
+        return Err(param_err(py, format!("not a file descriptor: {fd}")));
+    }
+    let owned = Texts::extract(texts)?;
+    let strs = owned.strs()?;
+    let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    let got = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| textlog::write_texts(&file, offset, &strs))));
+    match got {
+        Ok(Ok((l, c))) => Ok((PyArray1::from_vec(py, l), PyArray1::from_vec(py, c))),
+        Ok(Err(e)) => Err(pyo3::exceptions::PyOSError::new_err(e.to_string())),
+        Err(_) => Err(raise(py, "InternalError", "internal error in neardup's Rust core while writing texts".to_owned(), None)),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_texts, m)?)?;
+    m.add_function(wrap_pyfunction!(write_texts, m)?)?;
     Ok(())
 }

@@ -1,64 +1,119 @@
-"""Appending a batch's texts to the text log while the batch is still being planned.
+"""Appending a batch's texts to the text log while the batch is still being read and planned.
 
 Bytes past the log's committed length belong to no document until the commit's transaction
 records the new length (a crash or a failed plan leaves them as garbage that the next write
 overwrites and the next writer's recovery cuts off), so they can be written, and fsynced, before
 the plan is done. For a large add the write and the fsync (hundreds of MB for a 200,000-article
-day) then overlap the plan's work instead of adding to it; small adds (the service's single
-articles) write inline, where a thread would cost more than it saves.
+day) then overlap the reading and the plan instead of adding to them: an add from files hands
+each chunk over as soon as it is read (``put``), so the kernel has been writing the pages back
+for the whole add when the final fsync comes. Small adds (the service's single articles) write
+inline, where a thread would cost more than it saves. The bytes and their CRC-32s are written by
+Rust (``_core.write_texts``: positioned writes, GIL released).
 """
 from __future__ import annotations
 
 import os
+import queue
 import threading
-import zlib
 
-__all__ = ["PendingTexts"]
+import numpy as np
+
+from neardup import _core
+from neardup.index.bulk import Const
+
+__all__ = ["PendingTexts", "BACKGROUND_MIN"]
 
 #: adds of fewer documents write their texts inline
 BACKGROUND_MIN = 2000
 
+_END = object()
+
 
 class PendingTexts:
-    def __init__(self, path: str, file_id: int, committed: int, texts: list[str], fsync: bool) -> None:
-        self.path, self.file_id, self.committed, self.texts, self.fsync = path, file_id, committed, texts, fsync
-        self._result: tuple[list[tuple], int] | None = None
+    """The texts of one add, being written past the log's committed length.
+
+    ``texts`` given: written inline (small) or in a thread (large). ``texts=None``: a thread
+    writes whatever ``put`` hands it until ``end()``."""
+
+    def __init__(self, path: str, file_id: int, committed: int, texts: list[str] | None, fsync: bool) -> None:
+        self.path, self.file_id, self.committed, self.fsync = path, file_id, committed, fsync
+        self._off = committed
+        self._lens: list[np.ndarray] = []
+        self._crcs: list[np.ndarray] = []
+        self._result: tuple[list, int] | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
-        if len(texts) >= BACKGROUND_MIN:
-            self._thread = threading.Thread(target=self._run, name="neardup-texts", daemon=True)
+        self._q: queue.Queue | None = None
+        self._fd = os.open(path, os.O_RDWR)
+        if texts is None:
+            self._q = queue.Queue()
+            self._thread = threading.Thread(target=self._drain, name="neardup-texts", daemon=True)
+            self._thread.start()
+        elif len(texts) >= BACKGROUND_MIN:
+            self._thread = threading.Thread(target=self._all, args=(texts,), name="neardup-texts", daemon=True)
             self._thread.start()
         else:
-            self._run()
+            self._all(texts)
 
-    def _run(self) -> None:
+    def put(self, texts: list[str]) -> None:
+        """Queue the next documents' texts (streaming mode)."""
+        self._q.put(texts)
+
+    def end(self) -> None:
+        """No more texts (streaming mode): the thread truncates, fsyncs and finishes."""
+        if self._q is not None:
+            self._q.put(_END)
+
+    def _write(self, texts: list[str]) -> None:
+        if self._error is None and texts:
+            lens, crcs = _core.write_texts(self._fd, self._off, texts)
+            self._lens.append(lens)
+            self._crcs.append(crcs)
+            self._off += int(lens.sum(dtype=np.int64))
+
+    def _finish(self) -> None:
         try:
-            cols = []
-            parts = []
-            off = self.committed
-            for t in self.texts:
-                b = t.encode("utf-8")
-                parts.append(b)
-                cols.append((self.file_id, off, len(b), zlib.crc32(b)))
-                off += len(b)
-            with open(self.path, "r+b") as f:
-                f.seek(self.committed)
-                f.write(b"".join(parts))
-                f.truncate(off)
-                f.flush()
+            if self._error is None:
+                os.ftruncate(self._fd, self._off)
                 if self.fsync:
-                    os.fsync(f.fileno())
-            self._result = (cols, off)
+                    os.fsync(self._fd)
+                lens = np.concatenate(self._lens) if self._lens else np.zeros(0, np.uint32)
+                crcs = np.concatenate(self._crcs) if self._crcs else np.zeros(0, np.uint32)
+                ends = self.committed + np.cumsum(lens, dtype=np.int64)
+                cols = [Const(self.file_id), (ends - lens).tolist(), lens.tolist(), crcs.tolist()]
+                self._result = (cols, self._off)
         except BaseException as exc:  # handed to the committing thread by result()
             self._error = exc
+        finally:
+            os.close(self._fd)
+
+    def _all(self, texts: list[str]) -> None:
+        try:
+            self._write(texts)
+        except BaseException as exc:
+            self._error = exc
+        self._finish()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is _END:
+                break
+            try:
+                self._write(item)
+            except BaseException as exc:  # keep draining (put never blocks), report at result()
+                self._error = exc
+        self._finish()
 
     def wait(self) -> None:
         """Let the write finish (also when the plan failed: nothing may write after we return)."""
+        self.end()
         if self._thread is not None:
             self._thread.join()
 
-    def result(self) -> tuple[list[tuple], int]:
-        """(text_file, offset, length, crc) per document, and the log's new length."""
+    def result(self) -> tuple[list, int]:
+        """The ``documents`` columns (text_file, text_offset, text_length, text_crc) of the
+        texts in order, and the log's new length."""
         self.wait()
         if self._error is not None:
             raise self._error

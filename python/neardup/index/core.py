@@ -881,16 +881,25 @@ class Index:
             # checks (see intake.py)
             st = self._state_for(conn)
             loading = _Job(lambda: self._arrays(st))
+            # the texts go to the log chunk by chunk as they are read (append.py)
+            pending = self._text_writer(conn)
             try:
                 docs, extras, signed, twice, present = read_and_sign(
                     inputs, fields or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
-                    lambda keys: self._present(conn, keys))
+                    lambda keys: self._present(conn, keys),
+                    on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None)
+                loading.result()  # a corrupt segment is reported here
+                self._raise_duplicate_ids(sorted(set(twice)), present)
+            except BaseException:
+                if pending is not None:
+                    pending.wait()  # its bytes are garbage past the committed length
+                raise
             finally:
                 loading.wait()
-            loading.result()  # a corrupt segment is reported here
-            self._raise_duplicate_ids(sorted(set(twice)), present)
+            if pending is not None:
+                pending.end()
             sw.lap("read, check, sign, id checks")
-            return self._add_locked(conn, docs, extras, signed, t0, note, sw)
+            return self._add_locked(conn, docs, extras, signed, t0, note, sw, pending)
 
     def add_checked(self, docs: list[Checked], extras: list | None = None, *, dry_run: bool = False,
                     note: str | None = None) -> Verdicts:
@@ -911,8 +920,9 @@ class Index:
             return self._add_locked(self._writer(), docs, extras, None, time.time(), note, None)
 
     def _add_locked(self, conn, docs, extras, signed: Signed | None, t0: float, note: str | None,
-                    sw: Stages | None) -> Verdicts:
-        pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
+                    sw: Stages | None, pending: PendingTexts | None = None) -> Verdicts:
+        if pending is None:
+            pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
             plan = self._plan(conn, docs, extras, signed)
             if sw is not None:
@@ -954,12 +964,19 @@ class Index:
         return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
                             fsync=self.sync == "full")
 
+    def _text_writer(self, conn) -> PendingTexts | None:
+        """A text-log writer fed chunk by chunk (``put``), or None when texts are not stored."""
+        if not self.config.store_text:
+            return None
+        fid, name, committed = self._last_text_file(conn)
+        return PendingTexts(os.path.join(self.directory, name), fid, committed, None, fsync=self.sync == "full")
+
     def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
         n = len(plan.docs)
         now = time.time()
         # 1. texts: appended to the log and fsynced before the transaction that references them
-        text_cols: list[tuple] = [(None, None, None, None)] * n
+        text_cols: list = [Const(None)] * 4
         tf = self._last_text_file(conn)
         new_committed = tf[2]
         if pending is None:  # not started before the plan (see add_checked): now
@@ -1001,11 +1018,7 @@ class Index:
             else:
                 sigs = Const(None)
             cms = plan.closest
-            tcols: list = [Const(None)] * 4
-            if any(t[0] is not None for t in text_cols):
-                tcols = [list(c) for c in zip(*text_cols)]
-                if len(set(tcols[0])) == 1:  # one text log file
-                    tcols[0] = Const(tcols[0][0])
+            tcols = text_cols
             id_int = [1 if type(c.id) is int else 0 for c in docs_]
             columns = [
                 plan.doc_nums.tolist(), [c.key for c in docs_], id_int if 1 in id_int else Const(0),

@@ -126,10 +126,12 @@ _END = object()
 
 
 def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, bands: int, rows: int,
-                  threads: int | None, present: Callable[[list[str]], list[str]]
+                  threads: int | None, present: Callable[[list[str]], list[str]],
+                  on_chunk: Callable[[list[Checked]], None] | None = None,
                   ) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
-    """Read and check `inputs` in a thread while this one signs each chunk and asks
-    `present(keys)` which of its ids the index already holds.
+    """Read and check `inputs` in a thread while this one signs each chunk, asks
+    `present(keys)` which of its ids the index already holds, and hands the chunk to
+    `on_chunk` (the text log's writer).
 
     Returns (documents, extras, signed, ids twice in the batch, ids already present); the
     caller raises for the last two (after the whole batch, so the message lists them all)."""
@@ -185,6 +187,8 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
                 else:
                     seen.add(k)
             already += present(keys)
+            if on_chunk is not None:
+                on_chunk(docs)
             parts.append(sign([c.text for c in docs], signer, bands, rows, threads))
             all_docs += docs
             all_extras += extras
