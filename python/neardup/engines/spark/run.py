@@ -35,7 +35,6 @@ from typing import Any
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.errors import InvalidParameterError
 from neardup.engines.spark.outputs import write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.io.errors import RecordError
@@ -156,7 +155,7 @@ _CHECKED_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE
 
 
 _META_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING, time_error STRING, "
-             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>")
+             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>, fp BIGINT")
 
 
 # ---- reading ----------------------------------------------------------------------------
@@ -223,13 +222,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
     from pyspark.sql import functions as F
 
     opts.check()
-    if opts.method != "minhash":
-        raise InvalidParameterError("the Spark engine runs --method minhash (SimHash: use the local engine)")
+    simhash = opts.method == "simhash"
     t_start = time.perf_counter()
     log = StageLog()
     fields = opts.fields
     limits = Limits(max_chars=opts.max_chars)
-    b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+    # SimHash has no LSH bands: its band rows are the fingerprint's max_distance + 1 blocks
+    b, r = (0, 0) if simhash else choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
@@ -282,10 +281,11 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             valid = good.join(dups.select("pos"), "pos", "left_anti") if dup_first else good
         # ---- 2. exact pass: the records (no texts) grouped by exact key ------------------
         with log.stage("exact") as st:
-            cols = [c for c in valid.columns if c != "bkeys"]
+            cols = [c for c in valid.columns if c not in ("bkeys", "fp")]
             docs = persist(_map(valid.select(*cols).repartition(N, "xkey"),
                                 lambda t: _append(t, K.exact_groups(t.select(["pos", "xkey", "ntok"])), ["rep"]),
-                                _META_DDL.replace(", bkeys ARRAY<BIGINT>", "") + ", rep BIGINT", whole_partition=True))
+                                _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "") + ", rep BIGINT",
+                                whole_partition=True))
             dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
             agg = docs.agg(F.count("*").alias("n"), F.count(dup_rep).alias("n_exact"),
                            F.countDistinct(dup_rep).alias("groups"),
@@ -298,32 +298,42 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         # ---- 3. band rows of the representatives, buckets, verification ----------------
         with log.stage("candidates") as st:
             copies = F.broadcast(docs.filter(F.col("rep") != F.col("pos")).select("pos"))
-            bands = (valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
-                     .select("pos", F.posexplode("bkeys").alias("band", "key")))
-            buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
-                           whole_partition=True).dropDuplicates(["members"])
-            buckets = buckets.withColumn("bid", F.xxhash64("members"))
-            members = persist(buckets.select("bid", F.explode("members").alias("pos")))
-            agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
-            n_buckets, n_member_rows = int(agg.b), int(agg.m)
-            n_signatures = n_docs - n_exact - no_tokens
-            st.count = n_buckets
-            st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
-        with log.stage("verify") as st:
-            # texts (or signatures) of the bucket members only: every document the
-            # verification and the keeper similarities need is one of them
-            texts = _texts(sources, members.select("pos").distinct(), fields, limits)
-            if opts.verify == "exact":
-                payload, col = persist(texts), "text"
+            reps = valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
+            if simhash:
+                members, n_cand, n_member_rows = _simhash_members(reps, N, params, persist)
+                st.note = f"{opts.max_distance + 1} blocks per fingerprint; pairs within {opts.max_distance} bits"
             else:
+                members, n_cand, n_member_rows = _minhash_members(reps, N, persist)
+                st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
+            n_signatures = n_docs - n_exact - no_tokens
+            st.count = n_cand
+        with log.stage("verify") as st:
+            # texts (or signatures, or fingerprints) of the bucket members only: every
+            # document the verification and the keeper similarities need is one of them
+            if opts.verify == "exact":
+                texts = _texts(sources, members.select("pos").distinct(), fields, limits)
+                payload, col = persist(texts), "text"
+            elif simhash:
+                payload, col = members.select("pos", "fp").distinct(), "fp"
+            else:
+                texts = _texts(sources, members.select("pos").distinct(), fields, limits)
                 payload, col = persist(_map(texts, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")), "sig"
-            vin = members.join(payload, "pos").select("bid", "pos", col).repartition(N, "bid")
-            near = persist(_map(vin, lambda t: K.verify_buckets(t, params),
-                                "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE",
-                                whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
+            edge_ddl = "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE"
+            if simhash:
+                vin = members.select("bid", "band", "pos", "fp")
+                if opts.verify == "exact":
+                    vin = vin.join(payload, "pos").select("bid", "band", "pos", "fp", "text")
+                # each candidate pair is owned by one bucket: no pair is verified twice
+                near = persist(_map(vin.repartition(N, "bid"), lambda t: K.simhash_verify(t, params), edge_ddl,
+                                    whole_partition=True))
+            else:
+                vin = members.join(payload, "pos").select("bid", "pos", col).repartition(N, "bid")
+                near = persist(_map(vin, lambda t: K.verify_buckets(t, params), edge_ddl,
+                                    whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
             n_near = near.count()
             st.count = n_near
-            st.note = f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
+            st.note = (f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
+                       if opts.verify == "exact" or not simhash else "estimate: 1 - distance / 64")
         # ---- 4. connected components --------------------------------------------------
         with log.stage("clusters") as st:
             exact_edges = docs.filter(F.col("rep") != F.col("pos")).select(F.col("pos").alias("u"), F.col("rep").alias("v"))
@@ -398,7 +408,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         report: dict[str, Any] = {
             "engine": "spark",
             "spark": {"master": spark.sparkContext.master, "version": spark.version, "partitions": N,
-                      "components_rounds": rounds, "band_rows": n_signatures * b, "bucket_member_rows": n_member_rows},
+                      "components_rounds": rounds, "band_rows": n_signatures * params.nkeys,
+                      "bucket_member_rows": n_member_rows},
             "inputs": [],
             "method": opts.method,
             "options": opts.as_dict(),
@@ -411,12 +422,12 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "exact_groups": exact_groups,
             "exact_copies_removed": n_exact,
             "signatures": n_signatures,
-            "lsh": {"bands": b, "rows": r,
-                    "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
-                    "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
-                    "curve": curve_table(b, r)},
-            "candidates": n_buckets,
-            "candidates_note": "Spark: buckets of two or more documents (distinct member lists), not pairs",
+            "lsh": None if simhash else {
+                "bands": b, "rows": r,
+                "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
+                "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
+                "curve": curve_table(b, r)},
+            "candidates": n_cand,
             "verified_pairs": n_pairs,
             "near_pairs": n_near,
             "near_pairs_note": "Spark: spanning edges only (same components as all verified pairs)",
@@ -427,6 +438,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "outdir": None,
             "files": [],
         }
+        if not simhash:
+            report["candidates_note"] = "Spark: buckets of two or more documents (distinct member lists), not pairs"
         for i, s in enumerate(sources):
             total, bad = per_input_rows.get(i, (0, 0))
             skipped = bad + int(dups_per_input.get(i, 0))
@@ -471,6 +484,33 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 df.unpersist()
             except Exception:  # pragma: no cover
                 pass
+
+
+def _minhash_members(reps, N: int, persist):
+    """(bid, pos) of every LSH bucket of two or more representatives, identical member lists
+    once; and the number of such buckets (Spark's "candidates" for MinHash)."""
+    from pyspark.sql import functions as F
+
+    bands = reps.select("pos", F.posexplode("bkeys").alias("band", "key"))
+    buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
+                   whole_partition=True).dropDuplicates(["members"])
+    buckets = buckets.withColumn("bid", F.xxhash64("members"))
+    members = persist(buckets.select("bid", F.explode("members").alias("pos")))
+    agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
+    return members, int(agg.b), int(agg.m)
+
+
+def _simhash_members(reps, N: int, params, persist):
+    """(bid, band, pos, fp) of the members of the candidate pairs each (block, block value)
+    bucket owns; and the number of candidate pairs — the local engine's count, since each
+    pair is owned by exactly one bucket."""
+    from pyspark.sql import functions as F
+
+    bands = reps.select("pos", "fp", F.posexplode("bkeys").alias("band", "key"))
+    members = persist(_map(bands.repartition(N, "band", "key"), lambda t: K.simhash_candidates(t, params),
+                           "bid BIGINT, band INT, pos BIGINT, fp BIGINT, ncand BIGINT", whole_partition=True))
+    agg = members.agg(F.sum("ncand").alias("c"), F.count("*").alias("m")).first()
+    return members, int(agg.c or 0), int(agg.m)
 
 
 def _partitions(spark, partitions: int | None, sources) -> int:
