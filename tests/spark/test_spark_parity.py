@@ -131,11 +131,12 @@ def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
     assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
 
 
-def test_what_the_spark_engine_does_not_run(spark, tmp_path):
+def test_what_the_spark_engine_does_not_read(spark):
     from neardup.engines.spark import dedup_spark
     from neardup.io.errors import InputFileError
 
-    csv_path = tmp_path / "in.csv"
-    csv_path.write_text("id,text\na,hello world\n")
-    with pytest.raises(InputFileError, match="reads JSONL .* and Parquet, not csv"):
-        dedup_spark(spark, str(csv_path), None)
+    with pytest.raises(InputFileError, match="cannot read stdin"):
+        dedup_spark(spark, "-", None)
+    for remote in ("hdfs:///news/in.csv", "s3a://b/in.jsonl.zst"):
+        with pytest.raises(InputFileError, match="from the local file system only"):
+            dedup_spark(spark, remote, None)

@@ -18,6 +18,7 @@ kernel                 input columns                                output colum
 =====================  ===========================================  =========================================
 check_jsonl            src, recno, value (one JSONL line)           CHECKED          
 check_rows             src, recno, <record columns>                 CHECKED
+check_csv              src, recno, value (record as JSON), error    CHECKED
 exact_keys             pos, text                                    pos, xkey, ntok
 doc_keys               CHECKED                                      CHECKED - text + xkey, ntok, bkeys, fp
 exact_groups           pos, xkey, ntok (grouped by xkey)            pos, rep
@@ -54,7 +55,7 @@ from neardup.pipeline.keepers import source_ranks
 
 __all__ = [
     "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
-    "check_jsonl", "check_rows", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
+    "check_jsonl", "check_rows", "check_csv", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
     "verify_buckets", "large_star", "small_star", "edge_checksum", "keeper_rows", "pair_similarity",
     "kept_jsonl_line", "simhash_candidates", "simhash_verify",
 ]
@@ -190,6 +191,24 @@ def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequen
     recno = table.column("recno").to_numpy()
     recs = table.drop_columns(["src", "recno"]).to_pylist()
     rows = [_check_one(rec, fields, limits, names[s], s, r) for s, r, rec in zip(src.tolist(), recno.tolist(), recs)]
+    return _checked_table(rows)
+
+
+def check_csv(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
+    """Check records read by the local engine's CSV reader: ``value`` is the record (a dict of
+    strings) as JSON, or ``error`` the reader's own error (``RecordError.as_dict`` as JSON),
+    which is kept as it is."""
+    src = table.column("src").to_numpy()
+    recno = table.column("recno").to_numpy()
+    rows = []
+    for s, r, v, e in zip(src.tolist(), recno.tolist(), table.column("value").to_pylist(),
+                          table.column("error").to_pylist()):
+        if e is not None:
+            d = json.loads(e)
+            rec = RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
+        else:
+            rec = json.loads(v)
+        rows.append(_check_one(rec, fields, limits, names[s], s, r))
     return _checked_table(rows)
 
 
