@@ -3,7 +3,7 @@
 Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernels`):
 
 1. read: each input as a *source* (:mod:`.sources`: JSONL lines with their line numbers,
-   Parquet rows, DataFrame rows) → the local engine's record checks fused with ``doc_keys``
+   CSV records as the local reader makes them, Parquet rows, DataFrame rows) → the local engine's record checks fused with ``doc_keys``
    (exact key, token count, band keys) in one Python pass; the texts are dropped there.
    Bad records and duplicate ids are listed (or raised with ``on_error="stop"``).
 2. exact pass: the records (no texts) → ``repartition(N, xkey)`` → ``exact_groups``
@@ -13,6 +13,10 @@ Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernel
    or more; identical member lists once) → the members' texts read again from the sources
    (broadcast semi-join) → ``repartition(N, bid)`` → ``verify_buckets`` (per-bucket
    union-find, spanning edges only).
+   With ``method="simhash"`` the band rows are the fingerprint's ``max_distance + 1`` blocks
+   and ``simhash_candidates`` / ``simhash_verify`` (:mod:`neardup.kernels.simhash`) take the
+   place of ``bucket_members`` / ``verify_buckets``: the local engine's candidates (every
+   pair within ``max_distance`` bits), each owned by one bucket.
 4. components of exact + verified edges: ``large_star`` / ``small_star`` rounds, each
    repartitioned by node; convergence when the per-partition ``edge_checksum`` sums do not
    change; a bound on rounds; each round checkpointed. No pair ever reaches the driver.
@@ -194,8 +198,9 @@ def _texts(sources, pos_df, fields: Fields, limits: Limits):
 def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, checkpoint_dir: str | None = None,
                 max_rounds: int = DEFAULT_MAX_ROUNDS, collect: bool = False, **kwargs) -> SparkDedupResult:
     """``neardup.dedup`` on Spark: the same keyword arguments (``id_field``, ``threshold``,
-    ``prefer_source``, ...). ``inputs``: JSONL/Parquet paths (local or any Hadoop file system
-    URL) or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
+    ``prefer_source``, ``method``, ``max_distance``, ...). ``inputs``: JSONL/Parquet paths
+    (local or any Hadoop file system URL), CSV/TSV and .jsonl.zst paths (local file system)
+    or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
     kept.parquet (or kept.jsonl with ``output_format="jsonl"``) and report.json.
     ``collect=True`` also returns the output rows (small runs and tests only)."""
     from neardup.pipeline import DedupOptions as _O  # noqa: F401
