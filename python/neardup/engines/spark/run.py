@@ -266,9 +266,11 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 F.count("*").alias("n"), F.sum(F.col("error").isNotNull().cast("int")).alias("bad")).collect()}
             n_bad = sum(v[1] for v in per_input_rows.values())
             good = checked.filter(F.col("error").isNull())
-            firsts = good.groupBy("id").agg(F.min("pos").alias("first_pos"), F.count("*").alias("n")).filter("n > 1")
-            dups = persist(good.select("pos", "id").join(firsts, "id").filter(F.col("pos") != F.col("first_pos"))
-                           .select("pos", "id", "first_pos"))
+            # the earliest record of each id by a window: one shuffle by id (a groupBy and a
+            # join back to the records took two)
+            first_pos = F.min("pos").over(Window.partitionBy("id"))
+            dups = persist(good.select("pos", "id").withColumn("first_pos", first_pos)
+                           .filter(F.col("pos") != F.col("first_pos")))
             errors_first = (checked.filter(F.col("error").isNotNull()).select("pos", "error")
                             .orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()) if n_bad else []
             dup_first = dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
@@ -287,16 +289,15 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         # ---- 2. exact pass: the records (no texts) grouped by exact key ------------------
         with log.stage("exact") as st:
             cols = [c for c in valid.columns if c not in ("bkeys", "fp")]
-            docs = persist(_map(valid.select(*cols).repartition(N, "xkey"),
-                                lambda t: _append(t, K.exact_groups(t.select(["pos", "xkey", "ntok"])), ["rep"]),
-                                _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "") + ", rep BIGINT",
+            docs = persist(_map(valid.select(*cols).repartition(N, "xkey"), _exact_pass,
+                                _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "") + ", rep BIGINT, lead BOOLEAN",
                                 whole_partition=True))
             dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
             agg = docs.agg(F.count("*").alias("n"), F.count(dup_rep).alias("n_exact"),
-                           F.countDistinct(dup_rep).alias("groups"),
+                           F.sum(F.col("lead").cast("long")).alias("groups"),
                            F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens"),
                            F.count("time_error").alias("te")).first()
-            n_docs, n_exact, exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups)
+            n_docs, n_exact, exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups or 0)
             no_tokens, n_time_errors = int(agg.no_tokens or 0), int(agg.te or 0)
             st.count = n_exact
             st.note = "normalise and hash; group identical texts"
@@ -500,8 +501,9 @@ def _minhash_members(reps, N: int, persist):
     buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
                    whole_partition=True).dropDuplicates(["members"])
     buckets = buckets.withColumn("bid", F.xxhash64("members"))
-    members = persist(buckets.select("bid", F.explode("members").alias("pos")))
-    agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
+    members = persist(buckets.select("bid", F.posexplode("members").alias("i", "pos")))
+    # a bucket is counted by its first member: no distinct count (and its extra shuffle)
+    agg = members.agg(F.count(F.when(F.col("i") == 0, 1)).alias("b"), F.count("*").alias("m")).first()
     return members, int(agg.b), int(agg.m)
 
 
@@ -535,6 +537,18 @@ def _rec_error(d: dict) -> RecordError:
     return RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
 
 
+def _exact_pass(t: pa.Table) -> pa.Table:
+    """``exact_groups`` on a partition holding whole exact-key groups, plus ``lead``: the row
+    is the representative of a group of two or more (so the groups are counted by a sum,
+    without a distinct count and its extra shuffle)."""
+    import numpy as np
+
+    g = K.exact_groups(t.select(["pos", "xkey", "ntok"]))
+    pos, rep = g.column("pos").to_numpy(), g.column("rep").to_numpy()
+    lead = np.isin(pos, rep[rep != pos])
+    return _append(t, g, ["rep"]).append_column("lead", pa.array(lead, pa.bool_()))
+
+
 def _append(t: pa.Table, extra: pa.Table, names: list[str]) -> pa.Table:
     for n in names:
         t = t.append_column(n, extra.column(n))
@@ -552,7 +566,10 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
     from pyspark.sql import functions as F
 
     def checkpoint(df):
-        return df.checkpoint(eager=True) if reliable else df.localCheckpoint(eager=True)
+        # A local checkpoint is lazy: the checksum job that follows computes the round once
+        # and keeps its blocks (an eager one would be a job of its own, then the checksum a
+        # second). A reliable checkpoint is written by a job of its own either way.
+        return df.checkpoint(eager=True) if reliable else df.localCheckpoint(eager=False)
 
     def checksum(df):
         rows = _map(df, K.edge_checksum, "n BIGINT, checksum BIGINT").collect()
