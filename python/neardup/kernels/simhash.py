@@ -62,10 +62,7 @@ def first_shared_block(x: np.ndarray, y: np.ndarray, masks: np.ndarray) -> np.nd
 
 def hamming_similarity(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """The local engine's SimHash estimate: 1 - (differing bits) / 64."""
-    from neardup.simhash import hamming
-
-    d = hamming(np.asarray(x, np.uint64), np.asarray(y, np.uint64))
-    return 1.0 - np.asarray(d, np.float64) / 64.0
+    return 1.0 - _hamming(x, y).astype(np.float64) / 64.0
 
 
 def _owned_pairs(fp: np.ndarray, band: int, masks: np.ndarray, d: int, threads) -> tuple[np.ndarray, np.ndarray]:
