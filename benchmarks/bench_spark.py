@@ -62,6 +62,7 @@ def shuffle_sizes(event_dir: str) -> dict:
         return {}
     per_stage: dict[int, dict] = {}
     names: dict[int, str] = {}
+    jobs = 0
     last = files[-1]
     # event log v2 is a directory of rolling files (events_1_..., events_2_...)
     parts = sorted(glob.glob(os.path.join(last, "events_*")), key=lambda x: int(os.path.basename(x).split("_")[1])) \
@@ -71,7 +72,9 @@ def shuffle_sizes(event_dir: str) -> dict:
         for line in f:
             ev = json.loads(line)
             kind = ev.get("Event")
-            if kind == "SparkListenerTaskEnd":
+            if kind == "SparkListenerJobStart":
+                jobs += 1
+            elif kind == "SparkListenerTaskEnd":
                 m = ev.get("Task Metrics") or {}
                 sw = m.get("Shuffle Write Metrics") or {}
                 st = per_stage.setdefault(ev["Stage ID"], {"bytes": 0, "records": 0})
@@ -85,7 +88,9 @@ def shuffle_sizes(event_dir: str) -> dict:
                 if info.get("Completion Time") and info.get("Submission Time"):
                     st["seconds"] = (info["Completion Time"] - info["Submission Time"]) / 1000
     rows = [{"stage": s, "name": names.get(s, ""), **v} for s, v in sorted(per_stage.items())]
-    return {"total_bytes": sum(r["bytes"] for r in rows), "stages": rows}
+    # stages that ran (a stage whose shuffle output was already there is skipped: no tasks)
+    ran = sum(1 for r in rows if "seconds" in r)
+    return {"total_bytes": sum(r["bytes"] for r in rows), "jobs": jobs, "stages_run": ran, "stages": rows}
 
 
 def _open_log(path: str):
@@ -121,6 +126,8 @@ def main() -> int:
                          "before the engine set it per run; for measuring older versions)")
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--method", choices=["minhash", "simhash"], default="minhash",
+                    help="both engines' --method (SimHash with its default --max-distance 3)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     corpus = os.path.join(a.out, f"corpus_{a.originals}_{a.copies}_{a.words}_{a.seed}.jsonl")
@@ -131,12 +138,12 @@ def main() -> int:
     size_mb = os.path.getsize(corpus) / 1e6
     import neardup
 
-    res: dict = {"load_at_start": os.getloadavg(), "corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
+    res: dict = {"method": a.method, "load_at_start": os.getloadavg(), "corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
                  "cores": os.cpu_count(), "python": sys.version.split()[0]}
     local = None
     if not a.skip_local:
         t, c = time.perf_counter(), _self_cpu()
-        local = neardup.dedup(corpus, os.path.join(a.out, "local"), prefer_source=["agency"])
+        local = neardup.dedup(corpus, os.path.join(a.out, "local"), prefer_source=["agency"], method=a.method)
         res["local_seconds"] = round(time.perf_counter() - t, 2)
         res["local_cpu_seconds"] = round(_self_cpu() - c, 2)
         res["load_before_spark"] = os.getloadavg()
@@ -159,7 +166,8 @@ def main() -> int:
     res["spark_session_seconds"] = round(time.perf_counter() - t, 2)
     jvm = spark.sparkContext._gateway.proc.pid
     t, c, cj = time.perf_counter(), _self_cpu(), _ticks(jvm)
-    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions)
+    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions,
+                     method=a.method)
     res["spark_seconds"] = round(time.perf_counter() - t, 2)
     res["spark_cpu_seconds"] = round(_self_cpu() - c + _ticks(jvm) - cj, 2)
     res["spark_cpu_note"] = "driver Python + the JVM and its Python workers"
@@ -191,7 +199,8 @@ def main() -> int:
     print("spark stages:")
     for s in res["spark_stages"]:
         print(f"  {s['name']:<12} {s['seconds']:8.2f} s")
-    print(f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total")
+    print(f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total; "
+          f"{res['shuffle'].get('jobs', 0)} jobs, {res['shuffle'].get('stages_run', 0)} stages run")
     for s in res["shuffle"].get("stages", []):
         print(f"  stage {s['stage']:>3}: {s.get('seconds', 0):7.1f} s {s['bytes'] / 1e6:9.2f} MB, "
               f"{s['records']:>10,} records  {s['name'][:100]}")

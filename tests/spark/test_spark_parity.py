@@ -9,29 +9,8 @@ import pytest
 import neardup
 from neardup.io.errors import RecordError
 
+from parity import assert_same, canon_clusters
 from spark_corpus import REUTERS, make_corpus, write_jsonl
-
-
-def canon_clusters(clusters):
-    """Clusters as comparable rows: ids as strings, similarities rounded."""
-    return [(c["cluster"], str(c["keeper"]), c["size"],
-             [(str(m["id"]), round(m["similarity"], 6), m["match"]) for m in c["members"]]) for c in clusters]
-
-
-def assert_same(local, sp):
-    assert canon_clusters(sp.clusters) == canon_clusters(local.clusters)
-    assert [str(k) for k in sp.kept] == [str(k) for k in local.kept]
-    lr, sr = local.report, sp.report
-    for key in ("documents", "skipped", "exact_groups", "exact_copies_removed", "signatures", "clusters",
-                "copies_removed", "near_copies_removed", "kept", "no_token_documents"):
-        assert sr[key] == lr[key], key
-    assert sr["lsh"]["bands"] == lr["lsh"]["bands"] and sr["lsh"]["rows"] == lr["lsh"]["rows"]
-    # Spark emits the spanning edges of the verified pairs: a subset with the same components
-    local_pairs = {(str(p["a"]), str(p["b"])): p["similarity"] for p in local.pairs}
-    for p in sp.pairs:
-        assert local_pairs[(str(p["a"]), str(p["b"]))] == pytest.approx(p["similarity"], abs=1e-6)
-    assert len({(p["a"], p["b"]) for p in sp.pairs}) == len(sp.pairs) <= len(local.pairs)
-    assert sr["skipped_records"] == lr["skipped_records"]
 
 
 @pytest.fixture(scope="module")
@@ -152,14 +131,12 @@ def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
     assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
 
 
-def test_what_the_spark_engine_does_not_run(spark, tmp_path):
+def test_what_the_spark_engine_does_not_read(spark):
     from neardup.engines.spark import dedup_spark
-    from neardup.errors import InvalidParameterError
     from neardup.io.errors import InputFileError
 
-    csv_path = tmp_path / "in.csv"
-    csv_path.write_text("id,text\na,hello world\n")
-    with pytest.raises(InputFileError, match="reads JSONL .* and Parquet, not csv"):
-        dedup_spark(spark, str(csv_path), None)
-    with pytest.raises(InvalidParameterError, match="minhash"):
-        dedup_spark(spark, str(csv_path), None, method="simhash")
+    with pytest.raises(InputFileError, match="cannot read stdin"):
+        dedup_spark(spark, "-", None)
+    for remote in ("hdfs:///news/in.csv", "s3a://b/in.jsonl.zst"):
+        with pytest.raises(InputFileError, match="from the local file system only"):
+            dedup_spark(spark, remote, None)

@@ -18,8 +18,9 @@ kernel                 input columns                                output colum
 =====================  ===========================================  =========================================
 check_jsonl            src, recno, value (one JSONL line)           CHECKED          
 check_rows             src, recno, <record columns>                 CHECKED
+check_csv              src, recno, value (record as JSON), error    CHECKED
 exact_keys             pos, text                                    pos, xkey, ntok
-doc_keys               CHECKED                                      CHECKED - text + xkey, ntok, bkeys
+doc_keys               CHECKED                                      CHECKED - text + xkey, ntok, bkeys, fp
 exact_groups           pos, xkey, ntok (grouped by xkey)            pos, rep
 band_rows              pos, text                                    band, key, pos [, sig]
 bucket_members         band, key, pos (grouped by band, key)        members (list<int64>, >= 2, sorted)
@@ -27,8 +28,12 @@ verify_buckets         bid, pos, text|sig (grouped by bid)          a, b, simila
 large_star/small_star  u, v (grouped by u)                          u, v
 edge_checksum          u, v                                         n, checksum (one row)
 keeper_rows            label, pos, key, time, source, xkey, rep     one row per cluster member, rule order
-pair_similarity        text_a, text_b | sig_a, sig_b                similarity, similarity6 (rounded)
+pair_similarity        text_a, text_b | sig_a, sig_b | fp_a, fp_b   similarity, similarity6 (rounded)
 =====================  ===========================================  =========================================
+
+With ``method="simhash"`` the band keys of ``doc_keys`` are the fingerprint's blocks and the
+buckets are formed and verified by :mod:`neardup.kernels.simhash` (``simhash_candidates``,
+``simhash_verify``) instead of ``bucket_members`` / ``verify_buckets``.
 """
 from __future__ import annotations
 
@@ -50,9 +55,9 @@ from neardup.pipeline.keepers import source_ranks
 
 __all__ = [
     "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
-    "check_jsonl", "check_rows", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
+    "check_jsonl", "check_rows", "check_csv", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
     "verify_buckets", "large_star", "small_star", "edge_checksum", "keeper_rows", "pair_similarity",
-    "kept_jsonl_line",
+    "kept_jsonl_line", "simhash_candidates", "simhash_verify",
 ]
 
 POS_SHIFT = 40  # record numbers up to 2**40; input index in the bits above
@@ -99,12 +104,19 @@ class KernelParams:
     verify: str = "exact"
     measure: str = "jaccard"
     threads: int | None = 1
+    method: str = "minhash"
+    max_distance: int = 3
 
     @classmethod
     def from_options(cls, opts, bands: int, rows: int, threads: int | None = 1) -> "KernelParams":
         return cls(k=opts.k, unit=opts.unit, num_perm=opts.num_perm, scheme=opts.scheme, seed=opts.seed,
                    bands=bands, rows=rows, threshold=opts.threshold, verify=opts.verify,
-                   measure=opts.measure, threads=threads)
+                   measure=opts.measure, threads=threads, method=opts.method, max_distance=opts.max_distance)
+
+    @property
+    def nkeys(self) -> int:
+        """Band keys per document: the LSH bands, or SimHash's ``max_distance + 1`` blocks."""
+        return self.bands if self.method == "minhash" else self.max_distance + 1
 
     def shingler(self) -> neardup.Shingler:
         # the local engine's signer: Shingler(k, unit, seed=0)
@@ -114,6 +126,10 @@ class KernelParams:
         return neardup.MinHash(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme,
                                shingler=self.shingler())
 
+    def simhash(self) -> neardup.SimHash:
+        # the local engine's signer: SimHash(64, the same shingler)
+        return neardup.SimHash(bits=64, shingler=self.shingler())
+
 
 _CACHE: dict = {}
 
@@ -122,7 +138,7 @@ def _cached(params: KernelParams, what: str):
     key = (params, what)
     obj = _CACHE.get(key)
     if obj is None:
-        obj = params.shingler() if what == "shingler" else params.minhash()
+        obj = getattr(params, what)()
         _CACHE[key] = obj
     return obj
 
@@ -178,6 +194,24 @@ def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequen
     return _checked_table(rows)
 
 
+def check_csv(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
+    """Check records read by the local engine's CSV reader: ``value`` is the record (a dict of
+    strings) as JSON, or ``error`` the reader's own error (``RecordError.as_dict`` as JSON),
+    which is kept as it is."""
+    src = table.column("src").to_numpy()
+    recno = table.column("recno").to_numpy()
+    rows = []
+    for s, r, v, e in zip(src.tolist(), recno.tolist(), table.column("value").to_pylist(),
+                          table.column("error").to_pylist()):
+        if e is not None:
+            d = json.loads(e)
+            rec = RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
+        else:
+            rec = json.loads(v)
+        rows.append(_check_one(rec, fields, limits, names[s], s, r))
+    return _checked_table(rows)
+
+
 # ---- exact pass -------------------------------------------------------------------------
 
 
@@ -215,8 +249,9 @@ def exact_groups(table: pa.Table) -> pa.Table:
 
 def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     """Checked records (``CHECKED``) → the same rows without ``text``, plus ``xkey``, ``ntok``
-    (as :func:`exact_keys`) and ``bkeys`` (the ``bands`` band keys of the text's signature;
-    null for a bad record or a text with no tokens).
+    (as :func:`exact_keys`), ``bkeys`` (the ``bands`` band keys of the text's signature, or
+    with ``method="simhash"`` the ``max_distance + 1`` blocks of its fingerprint; null for a
+    bad record or a text with no tokens) and ``fp`` (the SimHash fingerprint; null for MinHash).
 
     One kernel for everything the pipeline needs of a text, so an engine reads and checks the
     corpus once and never carries the texts through a shuffle: it fetches them again only
@@ -228,8 +263,9 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     idx = np.flatnonzero(ok)
     xkey = np.zeros(n, np.int64)
     ntok = np.zeros(n, np.int64)
-    b = params.bands
+    b = params.nkeys
     keys = np.zeros((0, b), np.uint64)
+    fps = np.zeros(0, np.uint64)
     if len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
         ek = exact_keys(good, params.threads)
@@ -238,8 +274,12 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
         tok = idx[ntok[idx] > 0]
         if len(tok):
             text = table.column("text").take(pa.array(tok)).combine_chunks()
-            sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
-            keys = neardup.lsh.band_keys(sigs, b, params.rows, threads=params.threads)
+            if params.method == "simhash":
+                fps = np.asarray(_cached(params, "simhash").fingerprints(text, threads=params.threads), np.uint64)
+                keys = block_keys(fps, params.max_distance)
+            else:
+                sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
+                keys = neardup.lsh.band_keys(sigs, b, params.rows, threads=params.threads)
     else:
         tok = idx
     has = np.zeros(n, bool)
@@ -249,9 +289,14 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     bkeys = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
                                      pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
                                      mask=pa.array(~has))
+    simhash = params.method == "simhash"
+    fp = np.zeros(n, np.uint64)
+    if simhash:
+        fp[tok] = fps
+    fp_col = pa.array(fp.view(np.int64), pa.int64(), mask=~has if simhash else np.ones(n, bool))
     out = table.drop_columns(["text"])
     return (out.append_column("xkey", pa.array(xkey, pa.int64())).append_column("ntok", pa.array(ntok, pa.int64()))
-            .append_column("bkeys", bkeys))
+            .append_column("bkeys", bkeys).append_column("fp", fp_col))
 
 
 # ---- signatures and bands ---------------------------------------------------------------
@@ -407,12 +452,16 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
 
 def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
     """Similarity of each row's pair: exact (``text_a``, ``text_b``) or estimated from
-    signatures (``sig_a``, ``sig_b``). Other columns are passed through."""
+    signatures (``sig_a``, ``sig_b``) or, with ``method="simhash"``, from fingerprints
+    (``fp_a``, ``fp_b``: 1 - distance / 64). Other columns are passed through."""
     n = table.num_rows
     if n == 0:
         return (table.append_column("similarity", pa.array([], pa.float64()))
                 .append_column("similarity6", pa.array([], pa.float64())))
-    if params.verify == "estimate":
+    if params.verify == "estimate" and params.method == "simhash":
+        sims = hamming_similarity(table.column("fp_a").to_numpy().view(np.uint64),
+                                  table.column("fp_b").to_numpy().view(np.uint64))
+    elif params.verify == "estimate":
         a = np.frombuffer(b"".join(table.column("sig_a").to_pylist()), dtype=np.uint32).reshape(n, -1)
         b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
         sims = (a == b).mean(axis=1)
@@ -423,7 +472,7 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
         sets = _sets_of(texts, params)
         pr = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).astype(np.uint32)
         sims = verify_exact(sets, pr, params.measure, params.threads)
-    keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b")]
+    keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b", "fp_a", "fp_b")]
     sims = np.asarray(sims, np.float64)
     return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))
             .append_column("similarity6", pa.array(round6(sims), pa.float64())))
@@ -566,3 +615,9 @@ def kept_jsonl_line(line: str, alternates: list) -> str:
     obj = json.loads(s)
     obj["alternates"] = alternates
     return dumps(obj)
+
+
+# SimHash's buckets and verification (their own module; they use round6 and _sets_of above)
+from neardup.kernels.simhash import (  # noqa: E402
+    block_keys, hamming_similarity, simhash_candidates, simhash_verify,
+)

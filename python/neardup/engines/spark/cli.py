@@ -41,7 +41,7 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
         print("neardup dedup: -o/--out OUTDIR is required with --engine spark", file=sys.stderr)
         return 2
     if a.demo or not a.inputs:
-        print("neardup dedup --engine spark: give INPUT files (JSONL or Parquet)", file=sys.stderr)
+        print("neardup dedup --engine spark: give INPUT files (JSONL, CSV or Parquet)", file=sys.stderr)
         return 2
     from pyspark.sql import SparkSession
 

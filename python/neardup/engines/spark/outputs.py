@@ -32,8 +32,10 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     for s in sources:
         kept = s.raw.join(drop, "pos", "left_anti").join(alt, "pos", "left")
         kept = kept.withColumn("alternates", F.coalesce("alternates", F.array().cast("array<string>")))
-        if s.format == "jsonl":
+        if s.format in ("jsonl", "csv"):
             # a file's splits in file order, each filtered in place: the lines stay in order
+            # (a CSV record's ``value`` is the local reader's dict as JSON: the local engine
+            # writes a kept CSV record as that dict plus "alternates")
             jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
             row_parts.append(kept.orderBy("pos").drop("src", "recno", "pos", "alt_int"))

@@ -3,7 +3,7 @@
 Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernels`):
 
 1. read: each input as a *source* (:mod:`.sources`: JSONL lines with their line numbers,
-   Parquet rows, DataFrame rows) → the local engine's record checks fused with ``doc_keys``
+   CSV records as the local reader makes them, Parquet rows, DataFrame rows) → the local engine's record checks fused with ``doc_keys``
    (exact key, token count, band keys) in one Python pass; the texts are dropped there.
    Bad records and duplicate ids are listed (or raised with ``on_error="stop"``).
 2. exact pass: the records (no texts) → ``repartition(N, xkey)`` → ``exact_groups``
@@ -13,6 +13,10 @@ Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernel
    or more; identical member lists once) → the members' texts read again from the sources
    (broadcast semi-join) → ``repartition(N, bid)`` → ``verify_buckets`` (per-bucket
    union-find, spanning edges only).
+   With ``method="simhash"`` the band rows are the fingerprint's ``max_distance + 1`` blocks
+   and ``simhash_candidates`` / ``simhash_verify`` (:mod:`neardup.kernels.simhash`) take the
+   place of ``bucket_members`` / ``verify_buckets``: the local engine's candidates (every
+   pair within ``max_distance`` bits), each owned by one bucket.
 4. components of exact + verified edges: ``large_star`` / ``small_star`` rounds, each
    repartitioned by node; convergence when the per-partition ``edge_checksum`` sums do not
    change; a bound on rounds; each round checkpointed. No pair ever reaches the driver.
@@ -35,7 +39,6 @@ from typing import Any
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.errors import InvalidParameterError
 from neardup.engines.spark.outputs import write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.io.errors import RecordError
@@ -156,7 +159,7 @@ _CHECKED_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE
 
 
 _META_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING, time_error STRING, "
-             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>")
+             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>, fp BIGINT")
 
 
 # ---- reading ----------------------------------------------------------------------------
@@ -195,8 +198,9 @@ def _texts(sources, pos_df, fields: Fields, limits: Limits):
 def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, checkpoint_dir: str | None = None,
                 max_rounds: int = DEFAULT_MAX_ROUNDS, collect: bool = False, **kwargs) -> SparkDedupResult:
     """``neardup.dedup`` on Spark: the same keyword arguments (``id_field``, ``threshold``,
-    ``prefer_source``, ...). ``inputs``: JSONL/Parquet paths (local or any Hadoop file system
-    URL) or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
+    ``prefer_source``, ``method``, ``max_distance``, ...). ``inputs``: JSONL/Parquet paths
+    (local or any Hadoop file system URL), CSV/TSV and .jsonl.zst paths (local file system)
+    or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
     kept.parquet (or kept.jsonl with ``output_format="jsonl"``) and report.json.
     ``collect=True`` also returns the output rows (small runs and tests only)."""
     from neardup.pipeline import DedupOptions as _O  # noqa: F401
@@ -223,13 +227,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
     from pyspark.sql import functions as F
 
     opts.check()
-    if opts.method != "minhash":
-        raise InvalidParameterError("the Spark engine runs --method minhash (SimHash: use the local engine)")
+    simhash = opts.method == "simhash"
     t_start = time.perf_counter()
     log = StageLog()
     fields = opts.fields
     limits = Limits(max_chars=opts.max_chars)
-    b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+    # SimHash has no LSH bands: its band rows are the fingerprint's max_distance + 1 blocks
+    b, r = (0, 0) if simhash else choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
@@ -262,9 +266,11 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 F.count("*").alias("n"), F.sum(F.col("error").isNotNull().cast("int")).alias("bad")).collect()}
             n_bad = sum(v[1] for v in per_input_rows.values())
             good = checked.filter(F.col("error").isNull())
-            firsts = good.groupBy("id").agg(F.min("pos").alias("first_pos"), F.count("*").alias("n")).filter("n > 1")
-            dups = persist(good.select("pos", "id").join(firsts, "id").filter(F.col("pos") != F.col("first_pos"))
-                           .select("pos", "id", "first_pos"))
+            # the earliest record of each id by a window: one shuffle by id (a groupBy and a
+            # join back to the records took two)
+            first_pos = F.min("pos").over(Window.partitionBy("id"))
+            dups = persist(good.select("pos", "id").withColumn("first_pos", first_pos)
+                           .filter(F.col("pos") != F.col("first_pos")))
             errors_first = (checked.filter(F.col("error").isNotNull()).select("pos", "error")
                             .orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()) if n_bad else []
             dup_first = dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
@@ -282,48 +288,58 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             valid = good.join(dups.select("pos"), "pos", "left_anti") if dup_first else good
         # ---- 2. exact pass: the records (no texts) grouped by exact key ------------------
         with log.stage("exact") as st:
-            cols = [c for c in valid.columns if c != "bkeys"]
-            docs = persist(_map(valid.select(*cols).repartition(N, "xkey"),
-                                lambda t: _append(t, K.exact_groups(t.select(["pos", "xkey", "ntok"])), ["rep"]),
-                                _META_DDL.replace(", bkeys ARRAY<BIGINT>", "") + ", rep BIGINT", whole_partition=True))
+            cols = [c for c in valid.columns if c not in ("bkeys", "fp")]
+            docs = persist(_map(valid.select(*cols).repartition(N, "xkey"), _exact_pass,
+                                _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "") + ", rep BIGINT, lead BOOLEAN",
+                                whole_partition=True))
             dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
             agg = docs.agg(F.count("*").alias("n"), F.count(dup_rep).alias("n_exact"),
-                           F.countDistinct(dup_rep).alias("groups"),
+                           F.sum(F.col("lead").cast("long")).alias("groups"),
                            F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens"),
                            F.count("time_error").alias("te")).first()
-            n_docs, n_exact, exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups)
+            n_docs, n_exact, exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups or 0)
             no_tokens, n_time_errors = int(agg.no_tokens or 0), int(agg.te or 0)
             st.count = n_exact
             st.note = "normalise and hash; group identical texts"
         # ---- 3. band rows of the representatives, buckets, verification ----------------
         with log.stage("candidates") as st:
             copies = F.broadcast(docs.filter(F.col("rep") != F.col("pos")).select("pos"))
-            bands = (valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
-                     .select("pos", F.posexplode("bkeys").alias("band", "key")))
-            buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
-                           whole_partition=True).dropDuplicates(["members"])
-            buckets = buckets.withColumn("bid", F.xxhash64("members"))
-            members = persist(buckets.select("bid", F.explode("members").alias("pos")))
-            agg = members.agg(F.countDistinct("bid").alias("b"), F.count("*").alias("m")).first()
-            n_buckets, n_member_rows = int(agg.b), int(agg.m)
-            n_signatures = n_docs - n_exact - no_tokens
-            st.count = n_buckets
-            st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
-        with log.stage("verify") as st:
-            # texts (or signatures) of the bucket members only: every document the
-            # verification and the keeper similarities need is one of them
-            texts = _texts(sources, members.select("pos").distinct(), fields, limits)
-            if opts.verify == "exact":
-                payload, col = persist(texts), "text"
+            reps = valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
+            if simhash:
+                members, n_cand, n_member_rows = _simhash_members(reps, N, params, persist)
+                st.note = f"{opts.max_distance + 1} blocks per fingerprint; pairs within {opts.max_distance} bits"
             else:
+                members, n_cand, n_member_rows = _minhash_members(reps, N, persist)
+                st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
+            n_signatures = n_docs - n_exact - no_tokens
+            st.count = n_cand
+        with log.stage("verify") as st:
+            # texts (or signatures, or fingerprints) of the bucket members only: every
+            # document the verification and the keeper similarities need is one of them
+            if opts.verify == "exact":
+                texts = _texts(sources, members.select("pos").distinct(), fields, limits)
+                payload, col = persist(texts), "text"
+            elif simhash:
+                payload, col = members.select("pos", "fp").distinct(), "fp"
+            else:
+                texts = _texts(sources, members.select("pos").distinct(), fields, limits)
                 payload, col = persist(_map(texts, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")), "sig"
-            vin = members.join(payload, "pos").select("bid", "pos", col).repartition(N, "bid")
-            near = persist(_map(vin, lambda t: K.verify_buckets(t, params),
-                                "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE",
-                                whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
+            edge_ddl = "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE"
+            if simhash:
+                vin = members.select("bid", "band", "pos", "fp")
+                if opts.verify == "exact":
+                    vin = vin.join(payload, "pos").select("bid", "band", "pos", "fp", "text")
+                # each candidate pair is owned by one bucket: no pair is verified twice
+                near = persist(_map(vin.repartition(N, "bid"), lambda t: K.simhash_verify(t, params), edge_ddl,
+                                    whole_partition=True))
+            else:
+                vin = members.join(payload, "pos").select("bid", "pos", col).repartition(N, "bid")
+                near = persist(_map(vin, lambda t: K.verify_buckets(t, params), edge_ddl,
+                                    whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
             n_near = near.count()
             st.count = n_near
-            st.note = f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
+            st.note = (f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
+                       if opts.verify == "exact" or not simhash else "estimate: 1 - distance / 64")
         # ---- 4. connected components --------------------------------------------------
         with log.stage("clusters") as st:
             exact_edges = docs.filter(F.col("rep") != F.col("pos")).select(F.col("pos").alias("u"), F.col("rep").alias("v"))
@@ -398,7 +414,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         report: dict[str, Any] = {
             "engine": "spark",
             "spark": {"master": spark.sparkContext.master, "version": spark.version, "partitions": N,
-                      "components_rounds": rounds, "band_rows": n_signatures * b, "bucket_member_rows": n_member_rows},
+                      "components_rounds": rounds, "band_rows": n_signatures * params.nkeys,
+                      "bucket_member_rows": n_member_rows},
             "inputs": [],
             "method": opts.method,
             "options": opts.as_dict(),
@@ -411,12 +428,12 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "exact_groups": exact_groups,
             "exact_copies_removed": n_exact,
             "signatures": n_signatures,
-            "lsh": {"bands": b, "rows": r,
-                    "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
-                    "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
-                    "curve": curve_table(b, r)},
-            "candidates": n_buckets,
-            "candidates_note": "Spark: buckets of two or more documents (distinct member lists), not pairs",
+            "lsh": None if simhash else {
+                "bands": b, "rows": r,
+                "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
+                "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
+                "curve": curve_table(b, r)},
+            "candidates": n_cand,
             "verified_pairs": n_pairs,
             "near_pairs": n_near,
             "near_pairs_note": "Spark: spanning edges only (same components as all verified pairs)",
@@ -427,6 +444,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             "outdir": None,
             "files": [],
         }
+        if not simhash:
+            report["candidates_note"] = "Spark: buckets of two or more documents (distinct member lists), not pairs"
         for i, s in enumerate(sources):
             total, bad = per_input_rows.get(i, (0, 0))
             skipped = bad + int(dups_per_input.get(i, 0))
@@ -473,6 +492,34 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 pass
 
 
+def _minhash_members(reps, N: int, persist):
+    """(bid, pos) of every LSH bucket of two or more representatives, identical member lists
+    once; and the number of such buckets (Spark's "candidates" for MinHash)."""
+    from pyspark.sql import functions as F
+
+    bands = reps.select("pos", F.posexplode("bkeys").alias("band", "key"))
+    buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
+                   whole_partition=True).dropDuplicates(["members"])
+    buckets = buckets.withColumn("bid", F.xxhash64("members"))
+    members = persist(buckets.select("bid", F.posexplode("members").alias("i", "pos")))
+    # a bucket is counted by its first member: no distinct count (and its extra shuffle)
+    agg = members.agg(F.count(F.when(F.col("i") == 0, 1)).alias("b"), F.count("*").alias("m")).first()
+    return members, int(agg.b), int(agg.m)
+
+
+def _simhash_members(reps, N: int, params, persist):
+    """(bid, band, pos, fp) of the members of the candidate pairs each (block, block value)
+    bucket owns; and the number of candidate pairs — the local engine's count, since each
+    pair is owned by exactly one bucket."""
+    from pyspark.sql import functions as F
+
+    bands = reps.select("pos", "fp", F.posexplode("bkeys").alias("band", "key"))
+    members = persist(_map(bands.repartition(N, "band", "key"), lambda t: K.simhash_candidates(t, params),
+                           "bid BIGINT, band INT, pos BIGINT, fp BIGINT, ncand BIGINT", whole_partition=True))
+    agg = members.agg(F.sum("ncand").alias("c"), F.count("*").alias("m")).first()
+    return members, int(agg.c or 0), int(agg.m)
+
+
 def _partitions(spark, partitions: int | None, sources) -> int:
     """Partitions of every shuffle: ``partitions``; else ``spark.sql.shuffle.partitions`` when
     it was set explicitly; else as many as the inputs' read splits, at least two per core.
@@ -488,6 +535,18 @@ def _partitions(spark, partitions: int | None, sources) -> int:
 
 def _rec_error(d: dict) -> RecordError:
     return RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
+
+
+def _exact_pass(t: pa.Table) -> pa.Table:
+    """``exact_groups`` on a partition holding whole exact-key groups, plus ``lead``: the row
+    is the representative of a group of two or more (so the groups are counted by a sum,
+    without a distinct count and its extra shuffle)."""
+    import numpy as np
+
+    g = K.exact_groups(t.select(["pos", "xkey", "ntok"]))
+    pos, rep = g.column("pos").to_numpy(), g.column("rep").to_numpy()
+    lead = np.isin(pos, rep[rep != pos])
+    return _append(t, g, ["rep"]).append_column("lead", pa.array(lead, pa.bool_()))
 
 
 def _append(t: pa.Table, extra: pa.Table, names: list[str]) -> pa.Table:
@@ -507,7 +566,10 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
     from pyspark.sql import functions as F
 
     def checkpoint(df):
-        return df.checkpoint(eager=True) if reliable else df.localCheckpoint(eager=True)
+        # A local checkpoint is lazy: the checksum job that follows computes the round once
+        # and keeps its blocks (an eager one would be a job of its own, then the checksum a
+        # second). A reliable checkpoint is written by a job of its own either way.
+        return df.checkpoint(eager=True) if reliable else df.localCheckpoint(eager=False)
 
     def checksum(df):
         rows = _map(df, K.edge_checksum, "n BIGINT, checksum BIGINT").collect()

@@ -1,6 +1,6 @@
 """The inputs of a Spark run as *sources*: raw rows that can be read again at will.
 
-A source is one input (a JSONL file, a Parquet file or a DataFrame) as a DataFrame of raw
+A source is one input (a JSONL, CSV or Parquet file, or a DataFrame) as a DataFrame of raw
 rows with a ``pos`` column (``input << 40 | record number``, the kernels' document name) and
 the kernel that checks its rows as the local engine does. The pipeline reads every source
 once to compute the documents' keys (no texts kept), then reads it *again* for the texts of
@@ -28,8 +28,9 @@ __all__ = ["Source", "read_sources"]
 class Source:
     index: int
     path: str
-    format: str           # "jsonl", "parquet" or "dataframe"
-    raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, <record columns>
+    format: str           # "jsonl", "csv", "parquet" or "dataframe"
+    raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, value, error (CSV)
+                          # | pos, src, recno, <record columns>
     cols: list[str] | None = None  # the record columns (Parquet, DataFrame)
     cached: Any = None             # a DataFrame this source cached (unpersist after the run)
 
@@ -37,11 +38,17 @@ class Source:
         """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
         if self.format == "jsonl":
             return lambda t: K.check_jsonl(t, fields=fields, limits=limits, names=names)
+        if self.format == "csv":
+            return lambda t: K.check_csv(t, fields=fields, limits=limits, names=names)
         return lambda t: K.check_rows(t, fields=fields, limits=limits, names=names)
 
     def check_input(self, df):
         """The columns of ``df`` (rows of ``raw``) the checker reads (``pos`` is recomputed)."""
-        return df.select("src", "recno", "value") if self.format == "jsonl" else df.select("src", "recno", *self.cols)
+        if self.format == "jsonl":
+            return df.select("src", "recno", "value")
+        if self.format == "csv":
+            return df.select("src", "recno", "value", "error")
+        return df.select("src", "recno", *self.cols)
 
 
 def read_sources(spark, inputs) -> list[Source]:
@@ -70,13 +77,16 @@ def read_sources(spark, inputs) -> list[Source]:
             out.append(Source(i, path, "jsonl", _with_pos(lines), cached=lines))
         elif fmt == "jsonl":
             out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, path, i))))
+        elif fmt == "csv":
+            rows = _read_csv(spark, path, i)
+            out.append(Source(i, path, "csv", _with_pos(rows), cached=rows))
         elif fmt == "parquet":
             df = spark.read.parquet(path)
             cols = df.columns
             raw = df.select(F.lit(i).alias("src"), (F.col("_metadata.row_index") + 1).alias("recno"), *cols)
             out.append(Source(i, path, "parquet", _with_pos(raw), cols))
         else:
-            raise InputFileError(f"{path}: the Spark engine reads JSONL (.jsonl, .jsonl.gz, .jsonl.zst) and Parquet, not {fmt}")
+            raise InputFileError(f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}")  # pragma: no cover
     return out
 
 
@@ -110,22 +120,74 @@ def _read_zst_jsonl(spark, path: str, src: int):
     reader (the same line splitting and numbering, the raw bytes: invalid UTF-8 is reported
     as the local engine reports it); the lines are cached, not decompressed at every read.
     Like a .gz file, a .zst file is one task: neither format can be split."""
-    from pyspark import StorageLevel
-
     from neardup.io.readers import JsonlSource
 
+    local = _local_path(path, ".jsonl.zst")
+
+    def batches():
+        for start, block in JsonlSource(local).blocks():
+            yield pa.RecordBatch.from_arrays(
+                [pa.array([src] * len(block), pa.int32()), pa.array(range(start, start + len(block)), pa.int64()),
+                 pa.array(block, pa.binary())], names=["src", "recno", "value"])
+
+    return _one_task(spark, batches, "src INT, recno BIGINT, value BINARY")
+
+
+def _read_csv(spark, path: str, src: int):
+    """(src, recno, value, error) of a CSV/TSV file, read by the local engine's reader
+    (``CsvSource``) so that fields, record numbers (the line a record starts on) and the
+    reader's errors are the local engine's: ``value`` is the record (a dict of strings) as
+    JSON, ``error`` the reader's :class:`RecordError` (malformed CSV, wrong number of
+    columns, invalid UTF-8) as JSON. A quoted field may span lines, so a CSV file cannot be
+    split at line ends: like .jsonl.zst, it is one task, and its records are cached."""
+    import json
+
+    from neardup.io.errors import RecordError
+    from neardup.io.readers import CsvSource
+    from neardup.io.writers import dumps
+
+    local = _local_path(path, "CSV")
+
+    def batches():
+        reader = CsvSource(local)
+        reader.name = path  # errors name the file as the user gave it, as the local engine does
+        recs, vals, errs = [], [], []
+        for recno, rec in reader.records():
+            recs.append(recno)
+            bad = isinstance(rec, RecordError)
+            vals.append(None if bad else dumps(rec))
+            errs.append(json.dumps(rec.as_dict()) if bad else None)
+            if len(recs) >= 8192:
+                yield _csv_batch(src, recs, vals, errs)
+                recs, vals, errs = [], [], []
+        if recs:
+            yield _csv_batch(src, recs, vals, errs)
+
+    return _one_task(spark, batches, "src INT, recno BIGINT, value STRING, error STRING")
+
+
+def _csv_batch(src: int, recs: list, vals: list, errs: list) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array([src] * len(recs), pa.int32()), pa.array(recs, pa.int64()), pa.array(vals, pa.string()),
+         pa.array(errs, pa.string())], names=["src", "recno", "value", "error"])
+
+
+def _local_path(path: str, what: str) -> str:
     if "://" in path and not path.startswith("file://"):
-        raise InputFileError(f"{path}: the Spark engine reads .jsonl.zst from the local file system only")
-    local = path[len("file://"):] if path.startswith("file://") else os.path.abspath(path)
+        raise InputFileError(f"{path}: the Spark engine reads {what} from the local file system only")
+    return path[len("file://"):] if path.startswith("file://") else os.path.abspath(path)
 
-    def lines(batches):
-        for _ in batches:
-            for start, block in JsonlSource(local).blocks():
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array([src] * len(block), pa.int32()), pa.array(range(start, start + len(block)), pa.int64()),
-                     pa.array(block, pa.binary())], names=["src", "recno", "value"])
 
-    df = spark.range(0, 1, 1, 1).mapInArrow(lines, "src INT, recno BIGINT, value BINARY")
+def _one_task(spark, batches, ddl: str):
+    """The batches ``batches()`` yields, made by one Python task and cached for the run (read
+    once, however often the pipeline reads the source again)."""
+    from pyspark import StorageLevel
+
+    def run(it):
+        for _ in it:
+            yield from batches()
+
+    df = spark.range(0, 1, 1, 1).mapInArrow(run, ddl)
     df = df.persist(StorageLevel.MEMORY_AND_DISK)
     df.count()
     return df
