@@ -2,6 +2,7 @@
 
     python benchmarks/bench_index.py --archive 1000000 --day 200000        # the issue's scale
     python benchmarks/bench_index.py --archive 100000 --day 20000 --quick   # a quick look
+    python benchmarks/bench_index.py --keep --day-only [--cold]              # the day's add again
 
 Steps (every figure printed and written to OUT/results.json):
 1. a corpus of archive + day articles of `--words` words (the guide's recipe: one sixth are copies,
@@ -286,6 +287,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
+    ap.add_argument("--cold", action="store_true",
+                    help="drop the page cache (needs root) before each timed day's add: the archive's files, "
+                         "texts and the day's file are then read from disk")
     ap.add_argument("--day-only", action="store_true",
                     help="with --keep: time the day's add again on a fresh copy of the kept 1M snapshot "
                          "(OUT/ix-before-day), then stop")
@@ -304,7 +308,7 @@ def main() -> None:
     d = os.path.join(a.out, "ix")
     snap = d + "-before-day"
     if a.day_only:
-        day_add(res, d, snap, day, a.day)
+        day_add(res, d, snap, day, a.day, a.cold)
         with open(os.path.join(a.out, "results-day.json"), "w") as f:
             json.dump(res, f, indent=2)
         return
@@ -323,7 +327,7 @@ def main() -> None:
         # time the day's add again on a fresh copy
         shutil.rmtree(snap, ignore_errors=True)
         shutil.copytree(d, snap)
-        day_add(res, d, snap, day, a.day)
+        day_add(res, d, snap, day, a.day, a.cold)
     r = reopen_probe(d)
     res["reopen"] = r
     print(f"reopen: open {r['open_s']:.3f} s, first query (loads + checks segments) {r['first_query_s']:.3f} s, "
@@ -369,12 +373,30 @@ def main() -> None:
     print(f"wrote {os.path.join(a.out, 'results.json')}")
 
 
-def day_add(res: dict, d: str, snap: str, day: str, n_day: int) -> None:
+def drop_page_cache() -> bool:
+    """Write back and drop the page cache (root only): the next reads come from the disk."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("1\n")
+        return True
+    except OSError:
+        return False
+
+
+def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = False) -> None:
     """The day's add onto a fresh copy of the archive: a fresh process, end to end (import, read
     JSONL, check, sign, look up, verify, cluster, write, commit), then the same add in-process on
-    another fresh copy, timed by stage."""
+    another fresh copy, timed by stage. `cold`: the page cache is dropped before each."""
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(snap, d)
+    tmp = d + "-stages"
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(snap, tmp)
+    os.sync()  # the copies' write-back must not land in the timed add
+    res["cold"] = drop_page_cache() if cold else False
+    if cold and not res["cold"]:
+        print("could not drop the page cache (not root?): the run is warm", flush=True)
     res["load_average_before_day"] = os.getloadavg()
     dt, out = neardup("index", "add", d, day, "--json")
     res["day_add_s"] = dt
@@ -382,9 +404,8 @@ def day_add(res: dict, d: str, snap: str, day: str, n_day: int) -> None:
     res["day_add"] = json.loads(out.strip().splitlines()[-1])
     print(f"day's add of {n_day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
           f"load average {os.getloadavg()}", flush=True)
-    tmp = d + "-stages"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(snap, tmp)
+    if res["cold"]:
+        drop_page_cache()
     res["day_add_stages"] = stage_breakdown(tmp, day)
     shutil.rmtree(tmp, ignore_errors=True)
 

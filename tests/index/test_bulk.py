@@ -120,3 +120,5 @@ def test_verdicts_are_a_sequence_built_on_demand(tmp_path):
         q = ix.query([d["text"] for d in docs[:5]])
         assert [(x.inserted, x.status, x.match) for x in q] == [(False, "duplicate", "exact")] * 5
         assert ix.stats()["documents"] == len(docs)
+        st = ix.stats()
+        assert ix.totals() == {"documents": st["documents"], "clusters": st["clusters"]} and st["clusters"] > 0

@@ -21,8 +21,30 @@ pub enum TextError {
 /// returned when any text fails.
 pub fn read_texts(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -> Result<Vec<String>, TextError> {
     assert!(offsets.len() == lengths.len() && lengths.len() == crcs.len(), "parallel arrays of different lengths");
+    io_pool().install(|| read_all(file, offsets, lengths, crcs))
+}
+
+/// Reads wait on the disk, not the CPU: when the texts are not in the page cache (a day's add
+/// reads ~35,000 scattered texts of a 3 GB log), a pool of many threads keeps many reads in
+/// flight, where one thread per core waits on one read each (measured here: 2.4 s for those
+/// reads on 2 threads, cold).
+const IO_THREADS: usize = 16;
+
+fn io_pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(IO_THREADS)
+            .thread_name(|i| format!("neardup-io-{i}"))
+            .build()
+            .expect("a thread pool for reads")
+    })
+}
+
+fn read_all(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -> Result<Vec<String>, TextError> {
     let out: Vec<Result<String, TextError>> = (0..offsets.len())
         .into_par_iter()
+        .with_min_len(8)
         .map(|i| {
             let mut buf = vec![0u8; lengths[i] as usize];
             let mut got = 0usize;

@@ -225,7 +225,7 @@ def _add(a) -> int:
     with Index.open(a.dir, threads=a.threads, k=a.k, num_perm=a.num_perm, scheme=a.scheme, seed=a.seed,
                     threshold=a.threshold, segment_min=a.segment_min, l0_max=a.l0_max) as idx:
         verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
-        st = idx.stats()
+        st = idx.totals()
     dt = time.perf_counter() - t0
     dup = verdicts.duplicates
     if a.verdicts:

@@ -526,8 +526,8 @@ class Index:
         sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
-        sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache)
-        sw.lap("plan: verification")
+        sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
+        sw.lap("plan: verification: shingles, Jaccard")
         # SimHash's estimate is its distance check: every candidate within max_distance is a pair
         # (as neardup dedup); otherwise the similarity must reach the threshold
         bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
@@ -785,18 +785,22 @@ class Index:
         estimate against the archive or the batch is the same whichever add brought it."""
         return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.method == "minhash" else sigs
 
-    def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict) -> list[np.ndarray]:
+    def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict,
+                   sw: Stages | None = None) -> list[np.ndarray]:
         """Shingle hash sets of ("b", batch index) and ("a", archive document) items, each
         computed once per add: verification and the similarities to keepers share them."""
         miss = [w for w in want if w not in cache]
         if miss:
             arch = [d for kind, d in miss if kind == "a"]
             at = self._texts_of(conn, arch, meta) if arch else {}
+            if sw is not None:
+                sw.lap("plan: verification: archive texts read")
             hs = self.signer.hashes([docs[x].text if kind == "b" else at[x] for kind, x in miss])
             cache.update(zip(miss, hs))
         return [cache[w] for w in want]
 
-    def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta, cache: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta, cache: dict,
+                sw: Stages | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
@@ -808,7 +812,7 @@ class Index:
         allp = np.concatenate([pa, pb])
         bl, al = batch_need.tolist(), arch_need.tolist()
         if self.config.verify == "exact":
-            hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache)
+            hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
             sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
         else:
             asg = self._sigs_of(conn, al, meta)
@@ -1319,6 +1323,18 @@ class Index:
             if not os.path.isdir(os.path.join(self.directory, f)):
                 total += st.st_size
         return total
+
+    def totals(self) -> dict:
+        """Documents and clusters of two or more (what an add reports): two index look-ups,
+        where :meth:`stats` scans every row (0.9 s at 1.2M documents)."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            n = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+            cl = conn.execute("SELECT COUNT(*) FROM clusters WHERE size >= 2").fetchone()[0]
+        finally:
+            conn.execute("COMMIT")
+        return {"documents": n, "clusters": cl}
 
     def stats(self) -> dict:
         conn = self._conn()
