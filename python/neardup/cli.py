@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RECORD, EXIT_INPUT, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 

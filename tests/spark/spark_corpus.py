@@ -49,3 +49,19 @@ def write_jsonl(path, docs) -> str:
         for d in docs:
             f.write(json.dumps(d) + "\n")
     return str(path)
+
+
+def synth_parquet(synth_file, tmp_path) -> str:
+    """The synthetic JSONL corpus as Parquet (small row groups: several input splits)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open(synth_file) as f:
+        rows = [json.loads(x) for x in f]
+    for r in rows:
+        r.setdefault("copy_kind", None)
+    path = str(tmp_path / "synth.parquet")
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=200)
+    return path

@@ -10,7 +10,7 @@ import neardup
 from neardup.io.errors import RecordError
 
 from parity import assert_same, canon_clusters
-from spark_corpus import REUTERS, make_corpus, write_jsonl
+from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +41,9 @@ def test_synthetic_corpus_same_answer(spark, synth_file, tmp_path):
 
 
 def test_parquet_input_and_estimate_verification(spark, synth_file, tmp_path):
-    import pyarrow as pa
-
     from neardup.engines.spark import dedup_spark
 
-    with open(synth_file) as f:
-        rows = [json.loads(x) for x in f]
-    for r in rows:
-        r.setdefault("copy_kind", None)
-    path = str(tmp_path / "synth.parquet")
-    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=200)
+    path = synth_parquet(synth_file, tmp_path)
     kw = dict(verify="estimate", bands=16, rows=8, output_format="parquet")
     local = neardup.dedup(path, tmp_path / "local", **kw)
     sp = dedup_spark(spark, path, tmp_path / "spark", collect=True, **kw)

@@ -3,14 +3,12 @@ bits, found by block tables), its verification, clusters and keepers."""
 import json
 import os
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import neardup
 
 from parity import assert_same, canon_clusters
-from spark_corpus import REUTERS, make_corpus, write_jsonl
+from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -41,12 +39,7 @@ def test_simhash_exact_verification_same_answer(spark, synth_file, tmp_path):
 def test_simhash_estimate_parquet_same_answer(spark, synth_file, tmp_path):
     from neardup.engines.spark import dedup_spark
 
-    with open(synth_file) as f:
-        rows = [json.loads(x) for x in f]
-    for r in rows:
-        r.setdefault("copy_kind", None)
-    path = str(tmp_path / "synth.parquet")
-    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=200)
+    path = synth_parquet(synth_file, tmp_path)
     # estimate: every candidate within the distance is a near copy, similarity 1 - d / 64
     kw = dict(method="simhash", k=3, max_distance=8, verify="estimate")
     local = neardup.dedup(path, None, **kw)

@@ -26,19 +26,8 @@ type Triple<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<i64>>, Bound<
 /// pairs of buckets of at most `max_bucket` rows, and the larger buckets whole.
 #[pyfunction]
 fn _lsh_candidates_capped<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>, max_bucket: usize) -> PyResult<Triple<'py>> {
-    let (n, b) = (keys.shape()[0], keys.shape()[1]);
-    if n > u32::MAX as usize {
-        return Err(param_err(py, "at most 2^32 - 1 rows"));
-    }
-    let owned: Vec<u64>;
-    let flat: &[u64] = match keys.as_slice() {
-        Ok(s) => s,
-        Err(_) => {
-            owned = keys.as_array().iter().copied().collect();
-            &owned
-        }
-    };
-    let c = detached(py, || Ok(lsh::candidate_pairs_capped(flat, n, b, max_bucket)))?;
+    let (flat, n, b) = crate::convert::key_rows(py, &keys)?;
+    let c = detached(py, || Ok(lsh::candidate_pairs_capped(&flat, n, b, max_bucket)))?;
     let m = c.pairs.len();
     let pairs: Vec<u32> = c.pairs.into_iter().flat_map(|(x, y)| [x, y]).collect();
     let offsets: Vec<i64> = c.offsets.into_iter().map(|o| o as i64).collect();

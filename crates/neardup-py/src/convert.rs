@@ -119,3 +119,18 @@ fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<V
     }
     Ok(out)
 }
+
+/// An (n, b) uint64 key matrix as one row-major slice: borrowed when the array is contiguous (the
+/// keys of a large job may be a memory map), copied otherwise; with (n, b). At most 2^32 - 1 rows.
+pub fn key_rows<'a>(py: Python<'_>, keys: &'a numpy::PyReadonlyArray2<'_, u64>) -> PyResult<(std::borrow::Cow<'a, [u64]>, usize, usize)> {
+    let arr = keys.as_array();
+    let (n, b) = (arr.shape()[0], arr.shape()[1]);
+    if n > u32::MAX as usize {
+        return Err(param_err(py, "at most 2^32 - 1 rows"));
+    }
+    let flat = match keys.as_slice() {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => std::borrow::Cow::Owned(arr.iter().copied().collect()),
+    };
+    Ok((flat, n, b))
+}

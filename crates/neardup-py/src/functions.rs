@@ -167,21 +167,8 @@ fn pairs_matrix<'py>(py: Python<'py>, pairs: Vec<(u32, u32)>) -> Bound<'py, PyAr
 
 #[pyfunction]
 pub fn candidate_pairs<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>) -> PyResult<Bound<'py, PyArray2<u32>>> {
-    let arr = keys.as_array();
-    let (n, b) = (arr.shape()[0], arr.shape()[1]);
-    if n > u32::MAX as usize {
-        return Err(param_err(py, "at most 2^32 - 1 rows"));
-    }
-    // Borrowed, not copied, when contiguous: the keys of a large job may be a memory map.
-    let owned: Vec<u64>;
-    let flat: &[u64] = match keys.as_slice() {
-        Ok(s) => s,
-        Err(_) => {
-            owned = arr.iter().copied().collect();
-            &owned
-        }
-    };
-    let pairs = detached(py, || Ok(lsh::candidate_pairs(flat, n, b)))?;
+    let (flat, n, b) = crate::convert::key_rows(py, &keys)?;
+    let pairs = detached(py, || Ok(lsh::candidate_pairs(&flat, n, b)))?;
     Ok(pairs_matrix(py, pairs))
 }
 

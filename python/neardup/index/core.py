@@ -20,7 +20,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -46,13 +45,11 @@ from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.verdicts import Verdict, Verdicts
 from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock, lookup, u2i
-from neardup.io.errors import RecordError
-from neardup.io.readers import open_sources
-from neardup.io.records import Checked, Fields, Limits, check_record
+from neardup.io.records import Checked, Fields
 from neardup.pipeline.candidates import choose_bands, pairs_from_keys
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
-from neardup.pipeline.signer import Signer, exact_keys
+from neardup.pipeline.signer import Signer
 from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 
 __all__ = ["Index", "IndexConfig", "Verdict"]

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

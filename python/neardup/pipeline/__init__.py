@@ -3,7 +3,7 @@ run) that the batch job, a persistent index and a Spark runner can reuse."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from neardup.io.records import Fields

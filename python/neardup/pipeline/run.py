@@ -42,7 +42,7 @@ from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.pipeline.reread import set_bytes_estimate, verify_reread, working_bytes
-from neardup.pipeline.store import RowStore
+from neardup.pipeline.store import RowStore, join_freeing
 from neardup.pipeline.verify import estimate_pairs
 
 __all__ = ["DedupResult", "run", "MAX_SKIPPED_LISTED"]
@@ -560,16 +560,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
 
 def _join(parts: list[np.ndarray], dtype) -> np.ndarray:
-    """One array from `parts`, each part freed once copied (np.concatenate would hold both)."""
-    out = np.empty(sum(len(p) for p in parts), dtype)
-    at = 0
-    parts.reverse()
-    while parts:
-        p = parts.pop()
-        out[at : at + len(p)] = p
-        at += len(p)
-        del p
-    return out
+    return join_freeing(parts, dtype)
 
 
 def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:

@@ -18,6 +18,20 @@ import numpy as np
 __all__ = ["RowStore"]
 
 
+
+def join_freeing(parts: list[np.ndarray], dtype, shape=None) -> np.ndarray:
+    """One array from `parts` (the list is emptied), each part freed once copied: the peak is
+    the result plus one part, not twice the result (np.concatenate would hold both)."""
+    out = np.empty(shape if shape is not None else sum(len(p) for p in parts), dtype)
+    at = 0
+    parts.reverse()
+    while parts:
+        p = parts.pop()
+        out[at : at + len(p)] = p
+        at += len(p)
+        del p
+    return out
+
 class RowStore:
     def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows") -> None:
         """`budget`: None (never spill), a number of bytes the rows may take, or a callable
@@ -94,17 +108,8 @@ class RowStore:
                 return np.zeros(shape, self.dtype)
             if len(self._parts) == 1:
                 return self._parts[0]
-            # Joined part by part, each freed once copied: the peak is the rows plus one
-            # batch, not twice the rows (np.concatenate would hold both).
-            out = np.empty(shape, self.dtype)
-            at = 0
             parts, self._parts = self._parts, []
-            parts.reverse()
-            while parts:
-                p = parts.pop()
-                out[at : at + len(p)] = p
-                at += len(p)
-                del p
+            out = join_freeing(parts, self.dtype, shape)
             self._parts = [out]
             return out
         if self._map is None:
