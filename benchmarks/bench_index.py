@@ -182,7 +182,8 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
         # one in five a near copy of an indexed article (its first 10 words replaced), the
         # others new stories (the words reversed: no 5-word run in common)
         text = " ".join((["fresh%d" % j for j in range(10)] + w[10:]) if i % 5 == 0 else w[::-1])
-        body = json.dumps({"id": f"{d['id']}-r{int(rate)}-s{start}-{i}", "text": text,
+        # the run's tag keeps ids new when a kept index is load-tested again (--keep)
+        body = json.dumps({"id": f"{d['id']}-r{int(rate)}-s{start}-{i}-{TAG}", "text": text,
                            "published_at": d["published_at"], "source": d["source"]}).encode()
         reqs.append(b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -229,6 +230,7 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
     print(json.dumps({"rate": rate, "requests": n, "errors": errors, "achieved_rate": n / wall,
                       "p50_ms": qf(0.50), "p90_ms": qf(0.90), "p99_ms": qf(0.99), "max_ms": lat[-1] * 1000}))
 
+TAG = sys.argv[7]
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
 """
 
@@ -253,7 +255,7 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
         res = []
         for rate in rates:
             r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
-                                docs_path, str(start)],
+                                docs_path, str(start), f"{os.getpid()}x{int(time.time())}"],
                                capture_output=True, text=True, check=True)
             start += int(rate * duration)
             row = json.loads(r.stdout)
