@@ -19,7 +19,7 @@ from neardup._arrow import is_arrow_strings, string_buffers
 from neardup.errors import InvalidParameterError
 from neardup.shingle import Shingler
 
-__all__ = ["SimHash", "hamming"]
+__all__ = ["SimHash", "hamming", "block_masks", "block_keys"]
 
 
 class SimHash:
@@ -100,3 +100,22 @@ def hamming(x: Any, y: Any) -> int | np.ndarray:
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(z).astype(np.int64)
     return _POPCOUNT8[z[..., None].view(np.uint8)].sum(axis=-1).astype(np.int64)
+
+
+def block_masks(max_distance: int) -> np.ndarray:
+    """The Rust core's blocks: ``max_distance + 1`` runs of bits, as even as possible
+    (block b covers bits [64 b / n, 64 (b + 1) / n))."""
+    n = int(max_distance) + 1
+    out = []
+    for b in range(n):
+        lo, hi = 64 * b // n, 64 * (b + 1) // n
+        w = hi - lo
+        out.append(0xFFFFFFFFFFFFFFFF if w >= 64 else ((1 << w) - 1) << lo)
+    return np.array(out, dtype=np.uint64)
+
+
+def block_keys(fps: np.ndarray, max_distance: int) -> np.ndarray:
+    """(n, max_distance + 1) uint64: each fingerprint's value in each block (its bits in
+    place, the others zero, as the Rust core keys its tables)."""
+    fps = np.asarray(fps, dtype=np.uint64)
+    return fps[:, None] & block_masks(max_distance)[None, :]

@@ -6,7 +6,7 @@ import pytest
 
 import neardup
 from neardup.index import Index, IndexConfigError
-from neardup.index.intake import popcount64, simhash_blocks
+from neardup.simhash import block_keys, block_masks, hamming
 
 import ix_helpers as h
 
@@ -35,7 +35,9 @@ def test_simhash_days_equal_one_dedup(tmp_path, corpus, request, verify, store_t
         Index.open(tmp_path / "ix", method="minhash")
 
 
-def test_simhash_blocks_find_every_pair_within_the_distance():
+def test_simhash_block_tables_find_every_pair_within_the_distance():
+    """The index's band keys for SimHash are dedup's blocks (neardup.simhash.block_keys): a
+    pair within the distance shares one."""
     rng = np.random.default_rng(4)
     base = rng.integers(0, 2**63, 200, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, 200, dtype=np.uint64)
     for d in (0, 1, 3, 7):
@@ -44,9 +46,11 @@ def test_simhash_blocks_find_every_pair_within_the_distance():
             for b in rng.choice(64, size=int(rng.integers(0, d + 1)), replace=False):
                 flips[i] |= np.uint64(1) << np.uint64(int(b))
         other = base ^ flips
-        assert (popcount64(base ^ other) <= d).all()
-        a, b = simhash_blocks(base, d + 1), simhash_blocks(other, d + 1)
+        assert (hamming(base, other) <= d).all()
+        a, b = block_keys(base, d), block_keys(other, d)
+        assert a.shape == (len(base), d + 1)
         assert ((a == b).any(axis=1)).all()  # pigeonhole: one block in common
         # the blocks cover the 64 bits exactly once
-        assert (simhash_blocks(np.array([2**64 - 1], np.uint64), d + 1) > 0).all()
-    assert popcount64(np.array([0, 1, 2**64 - 1, 0xF0F0], np.uint64)).tolist() == [0, 1, 64, 8]
+        assert (block_keys(np.array([2**64 - 1], np.uint64), d) > 0).all()
+        assert np.bitwise_or.reduce(block_masks(d)) == np.uint64(2**64 - 1)
+        assert hamming(block_masks(d), np.uint64(0)).sum() == 64

@@ -39,7 +39,7 @@ from neardup.index.errors import (
 from neardup.index.segment import Postings, write_segment
 from neardup.index.append import PendingTexts
 from neardup.index.bulk import Const, insert_columns
-from neardup.index.intake import Signed, popcount64, read_and_sign, read_checked, sign
+from neardup.index.intake import Signed, read_and_sign, read_checked, sign
 from neardup.index.migrate import migrate_1_to_2
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
@@ -51,6 +51,7 @@ from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.signer import Signer
 from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
+from neardup.simhash import hamming
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
@@ -515,9 +516,9 @@ class Index:
             # max_distance bits (as neardup dedup's SimHash tables)
             fa = self._sigs_of(conn, cd.tolist(), meta)
             far = np.array([fa[d][0] for d in cd.tolist()], np.uint64)
-            ok = popcount64(sigs[sig_row[ci], 0] ^ far) <= cfg.max_distance
+            ok = hamming(sigs[sig_row[ci], 0], far) <= cfg.max_distance
             ci, cd = ci[ok], cd[ok]
-            ok = popcount64(sigs[sig_row[bp[:, 0]], 0] ^ sigs[sig_row[bp[:, 1]], 0]) <= cfg.max_distance
+            ok = hamming(sigs[sig_row[bp[:, 0]], 0], sigs[sig_row[bp[:, 1]], 0]) <= cfg.max_distance
             bp = bp[ok]
 
         sw.lap("plan: archive metadata")
@@ -774,7 +775,7 @@ class Index:
         SimHash's 1 - distance / 64 (as ``neardup dedup``)."""
         if self.config.method == "simhash":
             pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
-            return 1.0 - popcount64(mat[pairs[:, 0], 0] ^ mat[pairs[:, 1], 0]) / 64.0
+            return 1.0 - hamming(mat[pairs[:, 0], 0], mat[pairs[:, 1], 0]) / 64.0
         return estimate_pairs(mat, pairs)
 
     def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
@@ -937,12 +938,7 @@ class Index:
 
     def existing_ids(self, keys: list[str]) -> set[str]:
         """Which of these ids (as strings) are in the index."""
-        conn = self._conn()
-        out: set[str] = set()
-        for s in range(0, len(keys), 30000):
-            chunk = keys[s : s + 30000]
-            out.update(r[0] for r in conn.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-        return out
+        return set(self._present(self._conn(), keys))
 
     def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""

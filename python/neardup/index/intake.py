@@ -23,9 +23,11 @@ from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Checked, Fields, Limits, check_record
+from neardup.pipeline.handoff import put_until_stopped
 from neardup.pipeline.signer import Signer, exact_keys
+from neardup.simhash import block_keys
 
-__all__ = ["Signed", "records", "read_checked", "read_and_sign", "sign", "popcount64", "simhash_blocks"]
+__all__ = ["Signed", "records", "read_checked", "read_and_sign", "sign"]
 
 #: documents per chunk handed from the reader thread to the signer
 CHUNK = 16384
@@ -80,32 +82,10 @@ def read_checked(inputs: Any, fields: Fields, max_chars: int) -> tuple[list[Chec
     return docs, extras
 
 
-def popcount64(x: np.ndarray) -> np.ndarray:
-    """Set bits of each uint64 (numpy >= 2 has it built in; 1.26 counts bytes)."""
-    x = np.ascontiguousarray(x, dtype=np.uint64)
-    if hasattr(np, "bitwise_count"):
-        return np.bitwise_count(x).astype(np.int64)
-    return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1).astype(np.int64)
-
-
-def simhash_blocks(fps: np.ndarray, blocks: int) -> np.ndarray:
-    """(n, blocks) keys: the fingerprint's bits cut into `blocks` runs (the first 64 % blocks
-    one bit wider). Two fingerprints within blocks - 1 bits agree on at least one block."""
-    fps = np.asarray(fps, np.uint64).reshape(-1)
-    out = np.empty((len(fps), blocks), np.uint64)
-    base, extra = divmod(64, blocks)
-    shift = 0
-    for j in range(blocks):
-        width = base + (1 if j < extra else 0)
-        mask = np.uint64((1 << width) - 1)
-        out[:, j] = (fps >> np.uint64(shift)) & mask
-        shift += width
-    return out
-
-
 def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int | None) -> Signed:
     """Exact keys, signatures and band keys of `texts` (one chunk or a whole batch). SimHash:
-    the signature is the (n, 1) fingerprint and the band keys are its blocks."""
+    the signature is the (n, 1) fingerprint and the band keys are its `bands` blocks (the
+    tables of ``neardup dedup --method simhash``: ``neardup.simhash.block_keys``)."""
     n = len(texts)
     simhash = signer.opts.method == "simhash"
     width, dtype = (1, np.uint64) if simhash else (signer.opts.num_perm, np.uint32)
@@ -120,7 +100,7 @@ def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int |
     sigs = signer.batch(texts if len(tok) == n else [texts[i] for i in tok.tolist()])
     if simhash:
         sigs = np.asarray(sigs, np.uint64).reshape(-1, 1)
-        bk = simhash_blocks(sigs, bands)
+        bk = block_keys(sigs[:, 0], bands - 1)
     else:
         bk = _core.band_keys(np.ascontiguousarray(sigs), bands, rows, threads)
     return Signed(ek, has_tok, sigs, bk)
@@ -150,13 +130,7 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
     stop = threading.Event()
 
     def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
+        return put_until_stopped(q, item, stop)
 
     def reader() -> None:
         try:

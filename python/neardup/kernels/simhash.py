@@ -29,28 +29,10 @@ import numpy as np
 import pyarrow as pa
 
 from neardup import _core
+from neardup.simhash import block_keys, block_masks  # noqa: F401 - part of this module's kernels
 
 __all__ = ["block_masks", "block_keys", "first_shared_block", "simhash_candidates", "simhash_verify",
            "hamming_similarity"]
-
-
-def block_masks(max_distance: int) -> np.ndarray:
-    """The Rust core's blocks: ``max_distance + 1`` runs of bits, as even as possible
-    (block b covers bits [64 b / n, 64 (b + 1) / n))."""
-    n = int(max_distance) + 1
-    out = []
-    for b in range(n):
-        lo, hi = 64 * b // n, 64 * (b + 1) // n
-        w = hi - lo
-        out.append(0xFFFFFFFFFFFFFFFF if w >= 64 else ((1 << w) - 1) << lo)
-    return np.array(out, dtype=np.uint64)
-
-
-def block_keys(fps: np.ndarray, max_distance: int) -> np.ndarray:
-    """(n, max_distance + 1) uint64: each fingerprint's value in each block (its bits in
-    place, the others zero, as the Rust core keys its tables)."""
-    fps = np.asarray(fps, dtype=np.uint64)
-    return fps[:, None] & block_masks(max_distance)[None, :]
 
 
 def first_shared_block(x: np.ndarray, y: np.ndarray, masks: np.ndarray) -> np.ndarray:

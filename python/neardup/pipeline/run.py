@@ -42,6 +42,7 @@ from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.pipeline.reread import set_bytes_estimate, verify_reread, working_bytes
+from neardup.pipeline.handoff import put_until_stopped
 from neardup.pipeline.store import RowStore, join_freeing
 from neardup.pipeline.verify import estimate_pairs
 
@@ -179,13 +180,9 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     def put(item) -> bool:
         t0 = time.perf_counter()
-        while not stop.is_set():
-            try:
-                batches.put(item, timeout=0.1)
-                read_clock["blocked"] += time.perf_counter() - t0
-                return True
-            except queue.Full:
-                continue
+        if put_until_stopped(batches, item, stop):
+            read_clock["blocked"] += time.perf_counter() - t0
+            return True
         return False
 
     def reader() -> None:
