@@ -54,3 +54,15 @@ def test_simhash_block_tables_find_every_pair_within_the_distance():
         assert (block_keys(np.array([2**64 - 1], np.uint64), d) > 0).all()
         assert np.bitwise_or.reduce(block_masks(d)) == np.uint64(2**64 - 1)
         assert hamming(block_masks(d), np.uint64(0)).sum() == 64
+
+
+def test_simhash_index_settings_that_do_not_apply_are_refused(tmp_path):
+    from neardup.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="signature_bits applies to MinHash"):
+        Index.create(tmp_path / "a", method="simhash", verify="estimate", signature_bits=16)
+    with pytest.raises(InvalidParameterError, match="method must be 'minhash' or 'simhash'"):
+        Index.create(tmp_path / "b", method="lsh-forest")
+    with pytest.raises(InvalidParameterError, match="max_distance"):
+        Index.create(tmp_path / "c", method="simhash", max_distance=40)
+    assert not (tmp_path / "a" / "index.sqlite").exists() and not (tmp_path / "b").exists()
