@@ -10,7 +10,7 @@ import neardup
 from neardup import _core, synth
 from neardup.errors import InvalidParameterError
 from neardup.pipeline import memory
-from neardup.pipeline.memory import MemoryLimitError, parse_size
+from neardup.pipeline.memory import MemoryLimitError, deep_size, parse_size
 from neardup.pipeline.reread import _held_peak, plan_passes
 from neardup.pipeline.store import RowStore
 from nd_helpers import read_jsonl
@@ -42,7 +42,10 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
     assert mem["kept_rows"] == "band keys" and mem["row_bytes"] == 8 * free.report["lsh"]["bands"]
     spill_dir = tmp_path / "spill"
     spill_dir.mkdir()
-    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir))
+    # collect=False: the answer is read back from the files (a collected result's Python objects
+    # would need more than 450K on their own: test_collected_results_count_against_the_limit)
+    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir),
+                          collect=False)
     tm = tight.report["memory"]
     assert tm["limit_bytes"] == 450 * 1024
     assert tm["rows_spilled_to_disk"] is True
@@ -50,7 +53,6 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
     assert "spilled to a file" in [s for s in tight.report["stages"] if s["name"] == "signatures"][0]["note"]
     assert tm["band_sort"]["external_sort"] is True and tm["band_sort"]["partitions_per_band"] >= 2
     assert free.report["memory"]["band_sort"] == {"external_sort": False}
-    assert _answer(tight) == _answer(free)
     assert list(spill_dir.iterdir()) == []  # the spill file is removed at the end
     for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
         assert read_jsonl(tmp_path / "tight" / name) == read_jsonl(tmp_path / "free" / name)
@@ -60,16 +62,36 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
 
 @pytest.mark.parametrize("kw", [dict(verify="estimate"), dict(method="simhash"), dict(measure="containment")])
 def test_other_modes_spill_the_same(corpus, tmp_path, kw, accounting_only):
-    free = neardup.dedup(corpus, None, batch_size=300, **kw)
+    free = neardup.dedup(corpus, tmp_path / "free", batch_size=300, **kw)
     # a run under a loose limit reports the least it needs with its rows spilled; between that
-    # and that plus the rows, the rows must spill
-    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G", **kw).report["memory"]
+    # and that plus the rows, the rows must spill. The results go to files (collect=False), so
+    # that the least is the pipeline's, not the Python objects' a collected result would need
+    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G", collect=False, **kw).report["memory"]
     assert loose["rows_spilled_to_disk"] is False
     rows = loose["row_bytes"] * free.report["signatures"]
     limit = loose["minimum_bytes"] + rows // 2
-    tight = neardup.dedup(corpus, None, batch_size=16, memory_limit=limit, **kw)
+    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit=limit, collect=False, **kw)
     assert tight.report["memory"]["rows_spilled_to_disk"] is True
-    assert _answer(tight) == _answer(free)
+    for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
+        assert read_jsonl(tmp_path / "tight" / name) == read_jsonl(tmp_path / "free" / name)
+    assert read_jsonl(tmp_path / "free" / "clusters.jsonl") != []
+
+
+def test_collected_results_count_against_the_limit(corpus, tmp_path, accounting_only):
+    # collect=True builds the clusters, pairs and kept ids as Python objects after the last
+    # stage; the run sizes them first and refuses a limit they would not fit in
+    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G")
+    actual = deep_size(loose.clusters) + deep_size(loose.pairs) + deep_size(loose.kept)
+    check = [c for c in loose.report["memory"]["stage_shares"] if c["stage"] == "results"][0]
+    assert actual <= check["needed_bytes"] <= 1.5 * actual  # an upper bound, not a wild one
+    limit = check["resident_bytes"] + check["needed_bytes"]
+    assert _answer(neardup.dedup(corpus, None, batch_size=16, memory_limit=limit)) == _answer(loose)
+    with pytest.raises(MemoryLimitError, match=r"results stage .* collect=False"):
+        neardup.dedup(corpus, None, batch_size=16, memory_limit=limit - 1)
+    # written to files instead, the same limit is enough
+    files = neardup.dedup(corpus, tmp_path / "out", batch_size=16, memory_limit=limit - 1, collect=False)
+    assert (files.clusters, files.pairs, files.kept) == ([], [], [])
+    assert read_jsonl(tmp_path / "out" / "kept.jsonl") != []
 
 
 def test_keeper_similarity_of_members_not_paired_with_their_keeper(tmp_path):

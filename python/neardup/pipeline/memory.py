@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from neardup.errors import InvalidParameterError
 
-__all__ = ["MemoryBudget", "MemoryLimitError", "parse_size", "current_rss", "release_freed"]
+__all__ = ["MemoryBudget", "MemoryLimitError", "parse_size", "current_rss", "release_freed", "deep_size"]
 
 #: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
 #: document; int64): reserved from the start so that the first pass leaves room for them.
@@ -36,6 +36,20 @@ CLUSTER_BYTES_PER_DOC = 32
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
           "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def deep_size(obj: object) -> int:
+    """Bytes of a result row as Python objects (dicts, lists, strs, ints, floats), each object
+    counted once per reference: the ids a row holds are its own objects (made from the id table
+    when the row is built), while small ints, literals and interned strings are shared, so this
+    errs on the high side."""
+    import sys
+
+    if isinstance(obj, dict):
+        return sys.getsizeof(obj) + sum(deep_size(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sys.getsizeof(obj) + sum(deep_size(v) for v in obj)
+    return sys.getsizeof(obj)
 
 
 class MemoryLimitError(InvalidParameterError):
@@ -128,7 +142,8 @@ class MemoryBudget:
             release_freed()
             res = self.resident()
             free = self.limit - res - reserve
-        self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "share_bytes": free})
+        self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "needed_bytes": need,
+                            "share_bytes": free})
         self.minimum = max(self.minimum, res - self.spillable() + reserve + need)
         if free < need:
             self.fail(res + reserve + need, f"the {stage} stage needs {mib(need)} for {what} on top of "

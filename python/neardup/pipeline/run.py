@@ -35,7 +35,7 @@ from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
 from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
                                         pairs_from_keys)
 from neardup.pipeline.docs import DocTable
-from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, FirstPassGuard, MemoryBudget, release_freed
+from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, FirstPassGuard, MemoryBudget, deep_size, release_freed
 from neardup.pipeline.keepers import pick_keepers
 from neardup.pipeline.kept import Alternates, write_outputs
 from neardup.pipeline.options import DedupOptions
@@ -530,6 +530,11 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         "files": [],
     }
     if opts.collect:
+        if mem.limited:  # the results as Python objects are part of the process too
+            _share_for_results(mem, cluster_rows, len(starts), removed, pair_rows,
+                               len(exact_dups) + len(near), docs, np.flatnonzero(kept_mask[: min(n, 256)]),
+                               int(kept_mask.sum()))
+            memory["minimum_bytes"] = mem.minimum
         result = DedupResult(report=report, clusters=list(cluster_rows()), pairs=list(pair_rows()),
                              kept=docs.ids_of(np.flatnonzero(kept_mask)))
         rows_out = (result.clusters, result.pairs)
@@ -554,6 +559,39 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             json.dump(report, f, indent=2, ensure_ascii=False)
             f.write("\n")
     return result
+
+
+#: Rows sampled to size the collected results, and the slack kept on top of the estimate (the
+#: lists' over-allocation, the allocator's pools, the temporary id lists of a chunk).
+RESULT_SAMPLE = 256
+RESULT_SLACK = 1.25
+
+
+def _share_for_results(mem: MemoryBudget, cluster_rows, n_clusters: int, n_members: int, pair_rows,
+                       n_pairs: int, docs: DocTable, kept_sample: np.ndarray, n_kept: int) -> None:
+    """With ``collect=True`` the clusters, pairs and kept ids are built as Python objects after
+    every stage has finished: their size is estimated from a sample of each and checked against
+    the limit first (:class:`MemoryLimitError`, naming ``collect=False``, when they do not fit)."""
+    from itertools import islice
+
+    def scaled(rows, count: int) -> float:
+        sample = list(islice(rows(), RESULT_SAMPLE))
+        if not sample:
+            return 0.0
+        return sum(map(deep_size, sample)) / len(sample) * count + 8 * count
+
+    clusters = list(islice(cluster_rows(), RESULT_SAMPLE))
+    c_bytes = 0.0
+    if clusters:  # scaled by clusters or by members, whichever says more
+        sampled = sum(map(deep_size, clusters))
+        members = sum(len(c["members"]) for c in clusters)
+        c_bytes = sampled * max(n_clusters / len(clusters), n_members / max(members, 1)) + 8 * n_clusters
+    del clusters
+    ids = docs.ids_of(kept_sample)
+    k_bytes = (sum(map(deep_size, ids)) / len(ids) + 8) * n_kept if len(ids) else 8.0 * n_kept
+    need = int(RESULT_SLACK * (c_bytes + scaled(pair_rows, n_pairs) + k_bytes))
+    mem.share("results", 0, need, "the clusters, pairs and kept ids returned as Python objects "
+              "(collect=True; with collect=False they are only written to the output directory)")
 
 
 def _join(parts: list[np.ndarray], dtype) -> np.ndarray:
