@@ -16,6 +16,7 @@ def _to_format_1(db):
         for j, k in enumerate(np.frombuffer(bands, "<u8").tolist()):
             con.execute("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", (j, k - (1 << 64) if k >= 1 << 63 else k, doc))
     con.execute("DROP TABLE level0")
+    con.execute("DROP TABLE pending_texts")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
     con.execute("COMMIT")
     con.close()
@@ -30,7 +31,7 @@ def test_format_1_index_is_upgraded_on_open(tmp_path, corpus):
     _to_format_1(d / "index.sqlite")
     with Index.open(d) as ix:
         con = ix._conn()
-        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "2"
+        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "3"
         assert con.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall() == level0
         assert [v.as_dict() for v in ix.query([c["text"] for c in corpus[200:260]])] == before
         ix.add(corpus[200:300])

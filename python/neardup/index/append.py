@@ -35,8 +35,21 @@ class PendingTexts:
     ``texts`` given: written inline (small) or in a thread (large). ``texts=None``: a thread
     writes whatever ``put`` hands it until ``end()``."""
 
-    def __init__(self, path: str, file_id: int, committed: int, texts: list[str] | None, fsync: bool) -> None:
+    def __init__(self, path: str, file_id: int, committed: int, texts: list[str] | None, fsync: bool,
+                 defer: tuple[int, int] | None = None) -> None:
+        """`defer` = (documents, characters): an add of at most that much (with `fsync`) does not
+        fsync the log; its texts are left in ``in_db`` for the commit to make durable in SQLite
+        (index/pending.py). Known at once for `texts`, at ``end()`` in streaming mode."""
         self.path, self.file_id, self.committed, self.fsync = path, file_id, committed, fsync
+        self._defer = defer if fsync else None
+        self._kept: list[str] | None = [] if self._defer is not None else None
+        self._chars = 0
+        #: the texts, when they are made durable in SQLite instead of by an fsync of the log
+        self.in_db: list[str] | None = None
+        if texts is not None:
+            self._keep(texts)
+            if self._kept is not None:
+                self.fsync = False
         self._off = committed
         self._lens: list[np.ndarray] = []
         self._crcs: list[np.ndarray] = []
@@ -49,7 +62,7 @@ class PendingTexts:
             self._q = queue.Queue()
             self._thread = threading.Thread(target=self._drain, name="neardup-texts", daemon=True)
             self._thread.start()
-        elif len(texts) >= BACKGROUND_MIN or fsync:
+        elif len(texts) >= BACKGROUND_MIN or self.fsync:
             # with an fsync, even a single article's write goes to a thread: the fsync's latency
             # (milliseconds on a busy disk) then hides behind the plan instead of adding to it;
             # the commit still waits for it (result()) before its own transaction
@@ -67,7 +80,19 @@ class PendingTexts:
         if self._q is not None:
             self._q.put(_END)
 
+    def _keep(self, texts: list[str]) -> None:
+        """Hold the texts while the add is small enough to skip the log's fsync."""
+        if self._kept is None:
+            return
+        self._chars += sum(map(len, texts))
+        if len(self._kept) + len(texts) > self._defer[0] or self._chars > self._defer[1]:
+            self._kept = None  # too large: the log is fsynced as usual
+        else:
+            self._kept.extend(texts)
+
     def _write(self, texts: list[str]) -> None:
+        if self._kept is not None and self._q is not None:
+            self._keep(texts)
         if self._error is None and texts:
             lens, crcs = _core.write_texts(self._fd, self._off, texts)
             self._lens.append(lens)
@@ -78,6 +103,8 @@ class PendingTexts:
         try:
             if self._error is None:
                 os.ftruncate(self._fd, self._off)
+                if self._kept is not None:
+                    self.in_db, self.fsync = self._kept, False
                 if self.fsync:
                     os.fsync(self._fd)
                 lens = np.concatenate(self._lens) if self._lens else np.zeros(0, np.uint32)

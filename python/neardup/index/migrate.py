@@ -3,8 +3,11 @@
 Format 1 kept level 0 as one SQLite row per posting, ``postings(band, key, doc)`` (band -1 for
 the exact key): a single-article add then dirtied one random B-tree page per band, most of the
 cost of its commit. Format 2 keeps one row per document, ``level0(doc, exact_key, bands)``.
-The upgrade is one transaction under the writer lock (IndexLockedError if a writer holds it);
-an older neardup refuses format 2 instead of missing the level-0 postings.
+Format 3 adds ``pending_texts`` (the texts of small fsynced adds until the text log is fsynced;
+an older neardup would not rewrite them into the log after a power cut, so it must refuse).
+
+Each upgrade is one transaction under the writer lock (IndexLockedError if a writer holds it);
+an older neardup refuses the newer format instead of missing what it adds.
 """
 from __future__ import annotations
 
@@ -39,6 +42,30 @@ def migrate_1_to_2(directory: str, conn: sqlite3.Connection, cfg_bands: int) -> 
                              [(d, ek, b.astype("<u8").tobytes()) for d, (ek, b) in sorted(rows.items())])
             conn.execute("DROP TABLE postings")
             conn.execute("UPDATE meta SET value = '2' WHERE key = 'format'")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    finally:
+        lock.release()
+
+
+PENDING = ("CREATE TABLE pending_texts (doc INTEGER PRIMARY KEY, file INTEGER NOT NULL, "
+           "offset INTEGER NOT NULL, body BLOB NOT NULL)")
+
+
+def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
+    lock = WriterLock(directory)
+    lock.acquire()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] != "2":
+                conn.execute("ROLLBACK")  # another process upgraded it meanwhile
+                return
+            conn.execute(PENDING)
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -28,8 +28,9 @@ from neardup.errors import InvalidInputError
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
+#: 3: table pending_texts (the texts of small fsynced adds, until the text log is fsynced);
 #: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
-FORMAT = 2
+FORMAT = 3
 DB_NAME = "index.sqlite"
 
 SCHEMA = """
@@ -83,6 +84,12 @@ CREATE TABLE segments (               -- the manifest of segment files
 );
 CREATE TABLE tombstones (doc INTEGER PRIMARY KEY);  -- removed documents that a segment still lists
 CREATE TABLE text_files (file INTEGER PRIMARY KEY, name TEXT NOT NULL, committed INTEGER NOT NULL);
+CREATE TABLE pending_texts (          -- texts of small adds made with sync "full" whose bytes in the
+    doc INTEGER PRIMARY KEY,          -- text log may not have reached the disk yet (the log is fsynced
+    file INTEGER NOT NULL,            -- later, off the request path): the add's one fsync, the WAL's,
+    offset INTEGER NOT NULL,          -- makes them durable here; a writer's recovery rewrites them
+    body BLOB NOT NULL                -- into the log (see docs/index.md, "One fsync per small add")
+);
 CREATE TABLE batches (
     batch INTEGER PRIMARY KEY, kind TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
     documents INTEGER NOT NULL, new INTEGER NOT NULL, duplicates INTEGER NOT NULL, note TEXT
