@@ -7,8 +7,9 @@ the plan is done. For a large add the write and the fsync (hundreds of MB for a 
 day) then overlap the reading and the plan instead of adding to them: an add from files hands
 each chunk over as soon as it is read (``put``), so the kernel has been writing the pages back
 for the whole add when the final fsync comes. Small adds (the service's single articles) write
-inline unless their texts are fsynced (`--sync full`): a thread costs ~0.1 ms, an fsync more. The bytes and their CRC-32s are written by
-Rust (``_core.write_texts``: positioned writes, GIL released).
+inline (a thread costs ~0.1 ms) and, with `sync="full"`, skip the log's fsync: their texts are
+made durable in SQLite by the commit instead (``defer``, index/pending.py). The bytes and their
+CRC-32s are written by Rust (``_core.write_texts``: positioned writes, GIL released).
 """
 from __future__ import annotations
 
@@ -63,9 +64,9 @@ class PendingTexts:
             self._thread = threading.Thread(target=self._drain, name="neardup-texts", daemon=True)
             self._thread.start()
         elif len(texts) >= BACKGROUND_MIN or self.fsync:
-            # with an fsync, even a single article's write goes to a thread: the fsync's latency
-            # (milliseconds on a busy disk) then hides behind the plan instead of adding to it;
-            # the commit still waits for it (result()) before its own transaction
+            # with an fsync (a small add whose texts are not deferred: a mid-sized one), the
+            # write goes to a thread: the fsync's latency then hides behind the plan; the
+            # commit still waits for it (result()) before its own transaction
             self._thread = threading.Thread(target=self._all, args=(texts,), name="neardup-texts", daemon=True)
             self._thread.start()
         else:
