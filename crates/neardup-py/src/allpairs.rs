@@ -1,9 +1,12 @@
 //! Bindings of `neardup_core::allpairs`: exact self-join, batch pair verification and SimHash
 //! block tables. Private API (`neardup._core._allpairs_*`); the pipeline wraps them in Python.
+//! A panic inside (rayon workers included) becomes `neardup.errors.InternalError`.
 use neardup_core::allpairs::{self, Csr, Measure};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+
+use crate::errors::detached_catching;
 
 fn in_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
     match threads {
@@ -57,8 +60,7 @@ fn _allpairs_verify<'py>(
     let flat = pairs.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let pairs: Vec<[u32; 2]> = flat.chunks_exact(2).map(|c| [c[0], c[1]]).collect();
     let sets = Csr::new(data, &offs).map_err(PyValueError::new_err)?;
-    let out = py
-        .detach(|| in_pool(threads, || allpairs::verify_pairs(sets, &pairs, measure)))?
+    let out = detached_catching(py, || in_pool(threads, || allpairs::verify_pairs(sets, &pairs, measure)))??
         .map_err(PyValueError::new_err)?;
     Ok(out.into_pyarray(py))
 }
@@ -76,8 +78,7 @@ fn _allpairs_self_join<'py>(
     let data = data.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let offs = offsets_usize(offsets.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?)?;
     let sets = Csr::new(data, &offs).map_err(PyValueError::new_err)?;
-    let found = py
-        .detach(|| in_pool(threads, || allpairs::self_join(sets, threshold)))?
+    let found = detached_catching(py, || in_pool(threads, || allpairs::self_join(sets, threshold)))??
         .map_err(PyValueError::new_err)?;
     let m = found.len();
     let mut flat = Vec::with_capacity(2 * m);
@@ -101,8 +102,7 @@ fn _allpairs_hamming<'py>(
     threads: Option<usize>,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u32>>)> {
     let fps = fps.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let found = py
-        .detach(|| in_pool(threads, || allpairs::hamming_candidates(fps, max_distance)))?
+    let found = detached_catching(py, || in_pool(threads, || allpairs::hamming_candidates(fps, max_distance)))??
         .map_err(PyValueError::new_err)?;
     let m = found.len();
     let mut flat = Vec::with_capacity(2 * m);
@@ -137,7 +137,7 @@ fn _exact_keys<'py>(
     let n = strs.len();
     let mut keys = vec![0u64; n];
     let mut ntok = vec![0u64; n];
-    py.detach(|| in_pool(threads, || neardup_core::exactkey::exact_keys(&strs, &mut keys, &mut ntok)))?;
+    detached_catching(py, || in_pool(threads, || neardup_core::exactkey::exact_keys(&strs, &mut keys, &mut ntok)))??;
     Ok((keys.into_pyarray(py), ntok.into_pyarray(py)))
 }
 

@@ -63,3 +63,17 @@ pub fn detached<T: Send>(
         )),
     }
 }
+
+/// Run `f` with the GIL released, turning a panic into `neardup.errors.InternalError` (for
+/// kernels whose errors are not `neardup_core::Error`s).
+pub fn detached_catching<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
+    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
+        Ok(v) => Ok(v),
+        Err(payload) => Err(raise(
+            py,
+            "InternalError",
+            format!("internal error in neardup's Rust core: {}", panic_message(payload)),
+            None,
+        )),
+    }
+}
