@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from neardup.io.readers import JsonlSource
-from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
+from neardup.io.writers import atomic_open, atomic_path, dumps, ensure_output_dir, write_jsonl
 
 __all__ = ["Alternates", "write_outputs"]
 
@@ -157,34 +157,26 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
 
 
 def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    """The kept records as Parquet: a column per field of any record (types that disagree
+    between records become strings; parquet_out.py), plus ``alternates``."""
+    from neardup.pipeline.parquet_out import ParquetRecords
 
-    writer = None
-    schema = None
-    rows: list[dict] = []
-
-    def flush(tmp_f) -> None:
-        nonlocal writer, schema
-        if not rows:
-            return
-        table = pa.Table.from_pylist(rows, schema=schema)
-        if writer is None:
-            schema = table.schema
-            writer = pq.ParquetWriter(tmp_f, schema)
-        writer.write_table(table)
-        rows.clear()
-
-    with atomic_open(path, "wb") as f:
-        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
-            if isinstance(obj, bytes):
-                obj = json.loads(obj)
-            obj["alternates"] = [str(a) for a in alts]
-            rows.append(obj)
-            if len(rows) >= 8192:
-                flush(f)
-        flush(f)
-        if writer is None:
-            pq.write_table(pa.table({"alternates": pa.array([], pa.list_(pa.string()))}), f)
-        else:
-            writer.close()
+    with atomic_path(path) as tmp:
+        out = ParquetRecords(tmp)
+        try:
+            rows: list[dict] = []
+            for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
+                if isinstance(obj, bytes):
+                    obj = json.loads(obj)
+                obj["alternates"] = [str(a) for a in alts]
+                rows.append(obj)
+                if len(rows) >= 8192:
+                    out.write(rows)
+                    rows.clear()
+            out.write(rows)
+            out.close()
+        except BaseException:
+            out.abort()
+            raise
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())

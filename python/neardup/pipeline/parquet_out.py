@@ -1,0 +1,151 @@
+"""Writing records of varying shape to one Parquet file, a block at a time.
+
+Parquet has one schema per file, but input records need not agree: a field may first appear
+after a million records, be missing or null in some, or hold an integer in a JSONL file and a
+string in a CSV file. Inferring the schema from the first block (what ``pyarrow`` does by
+default) then fails on a later block, or silently drops the fields the first block did not have.
+
+The rule here, for any input: every field of any record is a column (in order of first
+appearance; missing values are null); a field's type is the common type of its values where
+Arrow has one (``int64`` and ``double`` give ``double``, null gives way to anything), and a
+string otherwise: strings stay as they are, lists and objects become their JSON text, and a
+column already written with another type is cast to text by Arrow (a double 3.0 reads "3").
+
+Blocks are written as they come. While the schema stays the same there is one file and no
+copy; when a block widens it, the file so far is closed as a part and a new part starts, and
+at the end the parts are read back block by block and written once more under the final
+schema. A schema only widens (fields added, types moved towards string), so there are at most
+about two parts per field.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+__all__ = ["ParquetRecords", "table_of"]
+
+
+def _json_text(v) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def _column(values: list) -> pa.Array:
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: their JSON text
+        return pa.array([_json_text(v) for v in values], pa.string())
+
+
+def table_of(rows: list[dict]) -> pa.Table:
+    """A table of `rows`: a column per field of any row, nulls where a row lacks it."""
+    names: dict[str, None] = {}
+    for r in rows:
+        for k in r:
+            names.setdefault(k, None)
+    return pa.table({k: _column([r.get(k) for r in rows]) for k in names})
+
+
+def _merge_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    if a == b:
+        return a
+    try:
+        return pa.unify_schemas([pa.schema([("v", a)]), pa.schema([("v", b)])],
+                                promote_options="permissive").field("v").type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
+        return pa.string()
+
+
+def _widen(schema: pa.Schema, other: pa.Schema) -> pa.Schema:
+    types = {f.name: f.type for f in schema}
+    for f in other:
+        types[f.name] = _merge_type(types[f.name], f.type) if f.name in types else f.type
+    return pa.schema([(n, t) for n, t in types.items()])
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    cols = []
+    for f in schema:
+        if f.name not in table.column_names:
+            cols.append(pa.nulls(len(table), f.type))
+            continue
+        col = table.column(f.name)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+class ParquetRecords:
+    """``write(rows)`` a block at a time, then ``close()``; the file is `path` (the caller makes
+    it atomic). Parts, when the schema widens, are `path`.part<N>, removed by ``close``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.parts: list[tuple[str, pa.Schema]] = []
+        self.schema: pa.Schema | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def _start(self, schema: pa.Schema) -> None:
+        if self._writer is not None:  # the file so far becomes a part
+            self._writer.close()
+            part = f"{self.path}.part{len(self.parts)}"
+            os.replace(self.path, part)
+            self.parts.append((part, self.schema))
+        self.schema = schema
+        self._writer = pq.ParquetWriter(self.path, schema)
+
+    def write(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        table = table_of(rows)
+        if self.schema is None:
+            self._start(table.schema)
+        elif table.schema != self.schema:
+            wider = _widen(self.schema, table.schema)
+            if wider != self.schema:
+                self._start(wider)
+        self._writer.write_table(_conform(table, self.schema))
+
+    def abort(self) -> None:
+        """After a failure: close what is open and remove the parts (the caller removes the file)."""
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except Exception:  # pragma: no cover
+                pass
+        for part, _ in self.parts:
+            try:
+                os.unlink(part)
+            except OSError:  # pragma: no cover
+                pass
+
+    def close(self) -> None:
+        """Finish the file: with parts, every part is read back and written under the final schema."""
+        if self._writer is None:  # no records: a file with just the alternates column
+            pq.write_table(pa.table({"alternates": pa.array([], pa.list_(pa.string()))}), self.path)
+            return
+        self._writer.close()
+        if not self.parts:
+            return
+        last = f"{self.path}.part{len(self.parts)}"
+        os.replace(self.path, last)
+        self.parts.append((last, self.schema))
+        try:
+            with pq.ParquetWriter(self.path, self.schema) as out:
+                for part, _ in self.parts:
+                    for batch in pq.ParquetFile(part).iter_batches(batch_size=8192):
+                        out.write_table(_conform(pa.Table.from_batches([batch]), self.schema))
+        finally:
+            for part, _ in self.parts:
+                try:
+                    os.unlink(part)
+                except OSError:  # pragma: no cover
+                    pass
