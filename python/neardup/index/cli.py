@@ -211,8 +211,12 @@ def _init(a) -> int:
                        segment_min=a.segment_min, l0_max=a.l0_max)
     c = idx.config
     idx.close()
-    print(f"created index {a.dir}: {c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "
-          f"threshold {c.threshold}, {c.bands} bands x {c.rows} rows, verify {c.verify}")
+    if c.method == "simhash":  # no permutations or bands: 64-bit fingerprints in block tables
+        how = f"simhash k={c.k} max_distance={c.max_distance} ({c.max_distance + 1} blocks)"
+    else:
+        how = (f"{c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "
+               f"{c.bands} bands x {c.rows} rows")
+    print(f"created index {a.dir}: {how}, threshold {c.threshold}, verify {c.verify}")
     return EXIT_OK
 
 
