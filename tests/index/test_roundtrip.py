@@ -199,15 +199,6 @@ def test_cli_round_trip(tmp_path, corpus, capsys):
 
     assert pq.read_table(tmp_path / "c.parquet").num_rows == len(rows)
 
-
-def test_cli_init_says_what_was_made(tmp_path, capsys):
-    from neardup.cli import main
-
-    assert main(["index", "init", str(tmp_path / "m")]) == 0
-    assert "num_perm=128" in capsys.readouterr().out
-    assert main(["index", "init", str(tmp_path / "s"), "--method", "simhash", "--max-distance", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "simhash k=5 max_distance=3 (4 blocks)" in out and "num_perm" not in out and "bands" not in out
     capsys.readouterr()
     assert main(["index", "query", d, "--text", corpus[0]["text"]]) == 0
     v = json.loads(capsys.readouterr().out)
@@ -219,3 +210,13 @@ def test_cli_init_says_what_was_made(tmp_path, capsys):
     assert main(["index", "compact", d]) == 0
     assert main(["index", "check", d]) == 0
     assert main(["index", "stats", str(tmp_path / "none")]) == 9
+
+
+def test_cli_init_says_what_was_made(tmp_path, capsys):
+    from neardup.cli import main
+
+    assert main(["index", "init", str(tmp_path / "m")]) == 0
+    assert "num_perm=128" in capsys.readouterr().out
+    assert main(["index", "init", str(tmp_path / "s"), "--method", "simhash", "--max-distance", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "simhash k=5 max_distance=3 (4 blocks)" in out and "num_perm" not in out and "bands" not in out
