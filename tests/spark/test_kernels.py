@@ -172,3 +172,12 @@ def test_doc_keys_are_the_exact_keys_and_band_keys_of_each_good_text():
     assert rows[0]["xkey"] == ek.column("xkey")[0].as_py()
     br = K.band_rows(checked.select(["pos", "text"]).slice(0, 1), PARAMS)
     assert rows[0]["bkeys"] == br.column("key").to_pylist()
+
+
+def test_kernel_defaults_are_the_dedup_defaults():
+    # a kernel called with default parameters signs as `neardup dedup` does (scheme included)
+    from neardup.pipeline.options import DedupOptions
+
+    d, p = DedupOptions(), K.KernelParams()
+    for name in ("k", "unit", "num_perm", "scheme", "seed", "threshold", "verify", "measure", "method", "max_distance"):
+        assert getattr(p, name) == getattr(d, name), name

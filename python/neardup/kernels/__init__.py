@@ -52,6 +52,7 @@ from neardup.io.errors import RecordError
 from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
 from neardup.pipeline.keepers import source_ranks
+from neardup.pipeline.options import DedupOptions as _Opts
 
 __all__ = [
     "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
@@ -91,21 +92,23 @@ CHECKED = pa.schema([
 
 @dataclass(frozen=True)
 class KernelParams:
-    """What the kernels need of :class:`neardup.pipeline.DedupOptions` (picklable, small)."""
+    """What the kernels need of :class:`neardup.pipeline.DedupOptions` (picklable, small).
+    The defaults are DedupOptions' own, so that a kernel called with defaults signs as
+    ``neardup dedup`` does."""
 
-    k: int = 5
-    unit: str = "word"
-    num_perm: int = 128
-    scheme: str = "multiply-shift"
-    seed: int = 1
+    k: int = _Opts.k
+    unit: str = _Opts.unit
+    num_perm: int = _Opts.num_perm
+    scheme: str = _Opts.scheme
+    seed: int = _Opts.seed
     bands: int = 13
     rows: int = 7
-    threshold: float = 0.8
-    verify: str = "exact"
-    measure: str = "jaccard"
+    threshold: float = _Opts.threshold
+    verify: str = _Opts.verify
+    measure: str = _Opts.measure
     threads: int | None = 1
-    method: str = "minhash"
-    max_distance: int = 3
+    method: str = _Opts.method
+    max_distance: int = _Opts.max_distance
 
     @classmethod
     def from_options(cls, opts, bands: int, rows: int, threads: int | None = 1) -> "KernelParams":
