@@ -316,6 +316,7 @@ def main() -> None:
         return
     if not (a.keep and os.path.exists(d)):
         shutil.rmtree(d, ignore_errors=True)
+        _reset_start(a.out)
         neardup("index", "init", d)
         chunks = split_chunks(arch, a.chunks, os.path.join(a.out, "archive-part"))
         t_build = []
@@ -363,7 +364,10 @@ def main() -> None:
         rates = [float(x) for x in a.rates.split(",")]
         res["load"] = {}
         res["highest_rate_p99_le_50ms"] = {}
-        start = 0
+        # each run takes the next day articles (OUT/load-next-start): with --keep, a run that
+        # reused earlier runs' articles would post exact copies of them (every "new story" a
+        # duplicate, clusters growing run after run) instead of the intended mix
+        start = _next_start(a.out, a.day, int(sum(rates) * a.duration) * len(a.sync.split(",")))
         for sync in a.sync.split(","):
             lt = load_test(d, day, rates, a.duration, sync, start)
             start += int(sum(rates) * a.duration)
@@ -373,6 +377,28 @@ def main() -> None:
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=2)
     print(f"wrote {os.path.join(a.out, 'results.json')}")
+
+
+def _reset_start(out: str) -> None:
+    with open(os.path.join(out, "load-next-start"), "w") as f:
+        f.write("0")
+
+
+def _next_start(out: str, n_day: int, need: int) -> int:
+    """The first day article of this run's load test; the counter moves past the ones it uses.
+    Indexes load-tested before the counter existed used articles from 0: it starts at 30,000."""
+    path = os.path.join(out, "load-next-start")
+    try:
+        with open(path) as f:
+            start = int(f.read().strip())
+    except (OSError, ValueError):
+        start = 30_000
+    if start + need > n_day:
+        raise SystemExit(f"the day's articles from {start:,} are used up by earlier load tests on this index "
+                         f"(need {need:,} of {n_day:,}): rebuild the index (without --keep)")
+    with open(path, "w") as f:
+        f.write(str(start + need))
+    return start
 
 
 def drop_page_cache() -> bool:
@@ -392,6 +418,7 @@ def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = Fal
     another fresh copy, timed by stage. `cold`: the page cache is dropped before each."""
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(snap, d)
+    _reset_start(os.path.dirname(d))  # the index holds none of the load tests' articles now
     tmp = d + "-stages"
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(snap, tmp)

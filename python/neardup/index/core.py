@@ -547,66 +547,82 @@ class Index:
         ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
         bp, sims_b = bp[ok_b], sims_b[ok_b]
 
-        # union-find over batch documents and the archive clusters they touch (node n + k for
-        # the k-th touched cluster, in increasing order)
-        m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
-        m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
-        o = np.argsort(m_docs)
-        m_docs, m_cl = m_docs[o], m_cl[o]
-
-        def cluster_of_arch(d: np.ndarray) -> np.ndarray:
-            return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
-
         ae = np.flatnonzero(arch_exact >= 0)
-        c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
-        touched = np.unique(np.concatenate([c_ae, c_cd]))
         be = np.flatnonzero(batch_exact >= 0)
-        e = np.concatenate([
-            np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
-            np.stack([batch_exact[be], be], axis=1),
-            np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
-            bp]).astype(np.uint32)
-        N = n + len(touched)
-        labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
-        lab_b, lab_t = labels[:n], labels[n:]
-        # a component's cluster: the smallest archive cluster in it (merging the others into it),
-        # else a new one; new ones are numbered in the order their first document comes
-        first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-        tl, tfirst = np.unique(lab_t, return_index=True)
-        ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
-        t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
-        merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
-        ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
-        pos = np.searchsorted(tl, ul)
-        has_t = np.zeros(len(ul), bool)
-        if len(tl):
-            has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
-        comp_cluster = np.empty(len(ul), np.int64)
-        comp_cluster[has_t] = ttarget[pos[has_t]]
-        newc = np.flatnonzero(~has_t)
-        newc = newc[np.argsort(ufirst[newc], kind="stable")]
-        comp_cluster[newc] = next_cluster + np.arange(len(newc))
-        next_cluster += len(newc)
-        cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
+        if not (len(ae) or len(be) or len(ci) or len(bp)):
+            # nothing joins anything (new stories only: most of the service's single articles):
+            # each document starts a cluster of its own, numbered in batch order, which is what
+            # the general path below gives, without its two dozen array calls
+            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
+            touched = np.zeros(0, np.int64)
+            merged: dict[int, int] = {}
+            cluster_of = next_cluster + np.arange(n, dtype=np.int64)
+            next_cluster += n
+            all_new = True
+        else:
+            all_new = False
+            # union-find over batch documents and the archive clusters they touch (node n + k for
+            # the k-th touched cluster, in increasing order)
+            m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
+            m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
+            o = np.argsort(m_docs)
+            m_docs, m_cl = m_docs[o], m_cl[o]
+
+            def cluster_of_arch(d: np.ndarray) -> np.ndarray:
+                return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
+
+            c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
+            touched = np.unique(np.concatenate([c_ae, c_cd]))
+            e = np.concatenate([
+                np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
+                np.stack([batch_exact[be], be], axis=1),
+                np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
+                bp]).astype(np.uint32)
+            N = n + len(touched)
+            labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
+            lab_b, lab_t = labels[:n], labels[n:]
+            # a component's cluster: the smallest archive cluster in it (merging the others into it),
+            # else a new one; new ones are numbered in the order their first document comes
+            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
+            tl, tfirst = np.unique(lab_t, return_index=True)
+            ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
+            t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
+            merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
+            ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
+            pos = np.searchsorted(tl, ul)
+            has_t = np.zeros(len(ul), bool)
+            if len(tl):
+                has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
+            comp_cluster = np.empty(len(ul), np.int64)
+            comp_cluster[has_t] = ttarget[pos[has_t]]
+            newc = np.flatnonzero(~has_t)
+            newc = newc[np.argsort(ufirst[newc], kind="stable")]
+            comp_cluster[newc] = next_cluster + np.arange(len(newc))
+            next_cluster += len(newc)
+            cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
 
         sw.lap("plan: union-find")
         # keepers and similarities to the keeper, per affected cluster
         next_doc = int(self._meta(conn, "next_doc"))
         doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
         dn = doc_nums.tolist()
-        # batch documents grouped by cluster; a new cluster of one document (the common case:
-        # a story of its own) is its own keeper, with no rule to run
-        by_cl = np.argsort(cluster_of, kind="stable")
-        cs = cluster_of[by_cl]
-        g_start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if n else np.zeros(0, np.int64)
-        g_cl = cs[g_start]
-        g_size = np.diff(np.r_[g_start, n])
-        single = (g_cl >= first_new) & (g_size == 1)
-        singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
-        batch_by_cluster: dict[int, list[int]] = {}
-        by_cl_l = by_cl.tolist()
-        for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
-            batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
+        if all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
+            singles = (cluster_of, doc_nums)
+            batch_by_cluster = {}
+        else:
+            # batch documents grouped by cluster; a new cluster of one document (the common case:
+            # a story of its own) is its own keeper, with no rule to run
+            by_cl = np.argsort(cluster_of, kind="stable")
+            cs = cluster_of[by_cl]
+            g_start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if n else np.zeros(0, np.int64)
+            g_cl = cs[g_start]
+            g_size = np.diff(np.r_[g_start, n])
+            single = (g_cl >= first_new) & (g_size == 1)
+            singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
+            batch_by_cluster: dict[int, list[int]] = {}
+            by_cl_l = by_cl.tolist()
+            for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
+                batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
         multi_cl = sorted(batch_by_cluster)
         old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged))
         old_keeper = {c: k for c, k in conn.execute(
