@@ -12,6 +12,7 @@ an older neardup refuses the newer format instead of missing what it adds.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,53 +20,22 @@ from neardup.index.store import WriterLock
 
 LEVEL0 = ("CREATE TABLE level0 (doc INTEGER PRIMARY KEY, exact_key INTEGER NOT NULL, "
           "bands BLOB NOT NULL)")
-
-
-def migrate_1_to_2(directory: str, conn: sqlite3.Connection, cfg_bands: int) -> None:
-    lock = WriterLock(directory)
-    lock.acquire()
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] != "1":
-                conn.execute("ROLLBACK")  # another process upgraded it meanwhile
-                return
-            rows: dict[int, list] = {}
-            for band, key, doc in conn.execute("SELECT band, key, doc FROM postings"):
-                r = rows.setdefault(doc, [0, np.zeros(cfg_bands, np.uint64)])
-                if band < 0:
-                    r[0] = key
-                else:
-                    r[1][band] = key & 0xFFFFFFFFFFFFFFFF
-            conn.execute(LEVEL0)
-            conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)",
-                             [(d, ek, b.astype("<u8").tobytes()) for d, (ek, b) in sorted(rows.items())])
-            conn.execute("DROP TABLE postings")
-            conn.execute("UPDATE meta SET value = '2' WHERE key = 'format'")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-    finally:
-        lock.release()
-
-
 PENDING = ("CREATE TABLE pending_texts (doc INTEGER PRIMARY KEY, file INTEGER NOT NULL, "
            "offset INTEGER NOT NULL, body BLOB NOT NULL)")
 
 
-def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
+def _upgrade(directory: str, conn: sqlite3.Connection, old: int, change: Callable[[sqlite3.Connection], None]) -> None:
+    """Format `old` to `old` + 1 by `change`, in one transaction under the writer lock."""
     lock = WriterLock(directory)
     lock.acquire()
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] != "2":
+            if conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] != str(old):
                 conn.execute("ROLLBACK")  # another process upgraded it meanwhile
                 return
-            conn.execute(PENDING)
-            conn.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
+            change(conn)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(old + 1),))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -73,3 +43,24 @@ def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
             raise
     finally:
         lock.release()
+
+
+def migrate_1_to_2(directory: str, conn: sqlite3.Connection, cfg_bands: int) -> None:
+    def change(conn: sqlite3.Connection) -> None:
+        rows: dict[int, list] = {}
+        for band, key, doc in conn.execute("SELECT band, key, doc FROM postings"):
+            r = rows.setdefault(doc, [0, np.zeros(cfg_bands, np.uint64)])
+            if band < 0:
+                r[0] = key
+            else:
+                r[1][band] = key & 0xFFFFFFFFFFFFFFFF
+        conn.execute(LEVEL0)
+        conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)",
+                         [(d, ek, b.astype("<u8").tobytes()) for d, (ek, b) in sorted(rows.items())])
+        conn.execute("DROP TABLE postings")
+
+    _upgrade(directory, conn, 1, change)
+
+
+def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
+    _upgrade(directory, conn, 2, lambda c: c.execute(PENDING))
