@@ -295,3 +295,21 @@ def test_sigkill_at_each_step_of_a_fold(tmp_path, corpus, phase):
         ref.add(corpus[:120])
         ref.add(corpus[120:130])
         assert h.cluster_sets(got) == h.cluster_sets(ref.clusters())
+
+
+def test_replaced_level0_is_freed_only_once_nobody_reads_it(tmp_path, corpus):
+    """The old level 0's map is emptied in slices (not freed in one GIL-holding stretch), and
+    only once no reader holds the state it belongs to."""
+    with Index.create(tmp_path / "ix") as ix:
+        ix.add(corpus[:100])
+        held = ix._state_for(ix._conn())  # as a request still reading the old state would
+        m = held.l0.map
+        n = len(m)
+        assert n > 1000 and ix.fold()
+        time.sleep(0.3)
+        assert len(held.l0.map) == n  # untouched while held
+        del held
+        deadline = time.monotonic() + 5
+        while m and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(m) == 0

@@ -213,11 +213,15 @@ class L0:
         """Level 0's documents numbered above `after` (all by default), added to `into` if given
         (a background fold catching up with the adds made while it built its segment)."""
         l0 = into if into is not None else L0()
-        for doc, exact, bands in conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (after,)):
-            l0.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
-            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
-                l0.put(j, key, doc)
+        l0.put_rows(conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (after,)))
         return l0
+
+    def put_rows(self, rows) -> None:
+        """Rows of table level0: (doc, exact key (signed), band keys blob)."""
+        for doc, exact, bands in rows:
+            self.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
+            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
+                self.put(j, key, doc)
 
     def put(self, band: int, key: int, doc: int) -> None:
         k = (band, key)
