@@ -313,3 +313,55 @@ def test_replaced_level0_is_freed_only_once_nobody_reads_it(tmp_path, corpus):
         while m and time.monotonic() < deadline:
             time.sleep(0.02)
         assert len(m) == 0
+
+
+def test_a_failed_fold_changes_nothing_and_a_background_failure_is_reported(tmp_path, corpus, monkeypatch, capsys):
+    import sqlite3
+
+    d = tmp_path / "ix"
+    Index.create(d).close()
+    probes = [x["text"] for x in corpus[:60:7]]
+    with Index.open(d, segment_min=10_000) as ix:
+        ix.add(corpus[:60])
+        expected = _verdicts(ix.query(probes))
+        pf = fold.prepare(ix)
+
+        def boom(conn, **kw):
+            raise sqlite3.OperationalError("disk I/O error")
+
+        ix._bump = boom  # the commit's transaction fails
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+            fold.commit(ix, pf)
+        del ix._bump
+        assert not os.path.exists(d / pf.name) and _listed(ix) == [] and len(_level0(ix)) == 60
+        assert _verdicts(ix.query(probes)) == expected
+    with Index.open(d, **FOLDING) as ix:
+        def full(path, p):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(fold, "write_segment", full)
+        ix.add(corpus[60:65])  # 65 documents > l0_fold_at: a background fold starts, and fails
+        ix._folder.wait()
+        assert ix._folder.errors == 1 and "No space left" in ix._folder.last_error
+        assert "background fold of level 0 failed" in capsys.readouterr().err
+        assert _segments(d) == [] and len(_level0(ix)) == 65  # the add itself went in
+        monkeypatch.undo()
+        ix.add(corpus[65:70])  # the next commit starts another fold
+        ix._folder.wait()
+        assert ix._folder.folds == 1 and len(_listed(ix)) == 1 and _level0(ix) == []
+        assert _verdicts(ix.query(probes)) == expected
+
+
+def test_fold_settings_are_checked_and_stored(tmp_path):
+    from neardup.errors import InvalidParameterError
+
+    Index.create(tmp_path / "ix").close()
+    with pytest.raises(InvalidParameterError, match="l0_fold_at must be a positive integer"):
+        Index.open(tmp_path / "ix", l0_fold_at=0)
+    with pytest.raises(InvalidParameterError, match="background_fold must be True or False"):
+        Index.open(tmp_path / "ix", background_fold="yes")
+    with Index.open(tmp_path / "ix", l0_max=1000) as ix:
+        assert ix.tuning.fold_at == 500 and not ix.background_fold  # the CLI's default: inline folds
+    Index.create(tmp_path / "b", l0_fold_at=7).close()
+    with Index.open(tmp_path / "b") as ix:
+        assert ix.tuning.fold_at == 7
