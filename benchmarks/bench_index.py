@@ -235,12 +235,15 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.ar
 """
 
 
-def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int) -> list[dict]:
+def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int,
+              serve_args: tuple[str, ...] = ()) -> list[dict]:
+    """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max)."""
     import httpx
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", d, "--port", str(port), "--sync", sync],
+    srv = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", d, "--port", str(port), "--sync", sync,
+                            *serve_args],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):

@@ -117,6 +117,17 @@ def register(sub) -> None:
     p.add_argument("--sync", choices=["full", "normal"], default="full",
                    help="full (default): every commit fsynced, survives a power cut; normal: not fsynced "
                         "per commit (survives a crash of the process, may lose the last adds on a power cut)")
+    p.add_argument("--fold", choices=["background", "inline"], default="background",
+                   help="background (default): level 0 is folded into a segment by a thread of its own, off "
+                        "the requests' path; inline: inside the add that fills it, as `index add` does (one "
+                        "slow request every --l0-max articles)")
+    g = p.add_argument_group("where postings go (this process only; speed and file layout, never results)")
+    g.add_argument("--l0-max", type=int, default=None, metavar="N",
+                   help="level 0's size limit (default: the index's, 50000); with --fold background an add "
+                        "folds inline only past 2 x N")
+    g.add_argument("--l0-fold-at", type=int, default=None, metavar="N",
+                   help="with --fold background: a fold starts once level 0 holds more than N documents "
+                        "(default: the index's, else half of --l0-max)")
 
 
 def _config_checks(q: argparse.ArgumentParser) -> None:
@@ -344,7 +355,8 @@ def _serve(a) -> int:
     from neardup.service.app import serve
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
-                 threads=a.threads, log_level=a.log_level, sync=a.sync)
+                 threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,
+                 l0_fold_at=a.l0_fold_at)
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,

@@ -36,6 +36,7 @@ from neardup.index.errors import (
     IndexExistsError,
     IndexNotFoundError,
 )
+from neardup.index import fold
 from neardup.index.segment import Postings, write_segment
 from neardup.index.append import PendingTexts
 from neardup.index.bulk import Const, insert_columns
@@ -162,11 +163,16 @@ class Index:
 
     # ------------------------------------------------------------------ open / create
     def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
-                 tuning: Tuning | None = None) -> None:
+                 tuning: Tuning | None = None, background_fold: bool = False) -> None:
         if sync not in ("full", "normal"):
             raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
+        if not isinstance(background_fold, bool):
+            raise InvalidParameterError(f"background_fold must be True or False, got {background_fold!r}")
         self.sync = sync
         self.tuning = tuning or Tuning()
+        #: fold level 0 in a thread of its own (fold.py) instead of inside the add that fills it
+        self.background_fold = background_fold
+        self._folder = fold.Folder(self)
         self.directory = directory
         self.config = config
         self.threads = threads
@@ -189,11 +195,11 @@ class Index:
 
     @classmethod
     def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
-               l0_max: int | None = None, **settings) -> "Index":
+               l0_max: int | None = None, l0_fold_at: int | None = None, **settings) -> "Index":
         """Create an index in `directory` (made if missing; it must not hold an index).
-        `segment_min` / `l0_max`: where adds put their postings (:class:`Tuning`), stored."""
+        `segment_min` / `l0_max` / `l0_fold_at`: where adds put their postings (:class:`Tuning`), stored."""
         directory = os.fspath(directory)
-        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max)
+        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at)
         cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
         cfg.check()
         os.makedirs(directory, exist_ok=True)
@@ -226,7 +232,8 @@ class Index:
 
     @classmethod
     def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
-             segment_min: int | None = None, l0_max: int | None = None, **expected) -> "Index":
+             segment_min: int | None = None, l0_max: int | None = None, l0_fold_at: int | None = None,
+             background_fold: bool = False, **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -236,7 +243,10 @@ class Index:
         fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
         and survives the process being killed, but the last adds may be lost on a power cut.
 
-        ``segment_min`` / ``l0_max`` override the stored :class:`Tuning` for this process."""
+        ``segment_min`` / ``l0_max`` / ``l0_fold_at`` override the stored :class:`Tuning` for this
+        process. ``background_fold=True`` (the service): level 0 is folded into a segment by a
+        thread of its own once it holds more than ``l0_fold_at`` documents, off the path of adds
+        (fold.py); an add then folds inline only past ``fold.BACKSTOP x l0_max``."""
         directory = os.fspath(directory)
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
@@ -288,13 +298,18 @@ class Index:
                 f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
                 f"({meta.get('neardup_version')}); rebuild the index")
         try:
-            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max)
+            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max,
+                                                                        l0_fold_at=l0_fold_at)
         except (ValueError, TypeError) as exc:
             conn.close()
             if isinstance(exc, InvalidParameterError):
                 raise
             raise IndexCorruptError(f"{directory}: unreadable tuning settings ({exc})") from exc
-        idx = cls(directory, cfg, threads, sync, tuning)
+        try:
+            idx = cls(directory, cfg, threads, sync, tuning, background_fold)
+        except BaseException:
+            conn.close()
+            raise
         idx._local.conn = conn
         idx._all_conns.append(conn)
         try:
@@ -328,6 +343,7 @@ class Index:
         if self._closed:
             return
         self._closed = True
+        self._folder.wait()  # a fold still building sees _closed and deletes its file
         if self._wconn is not None and self._pending.has_rows:
             try:  # a clean close leaves no texts waiting in SQLite (recovery would handle them)
                 if self._pending.sync():
@@ -988,6 +1004,9 @@ class Index:
         finally:
             if pending is not None:
                 pending.wait()
+        st = self._state
+        if self.background_fold and st is not None:
+            self._folder.maybe_start(len(st.l0.docs))
         plan.verdicts.inserted = True
         return plan.verdicts
 
@@ -1041,7 +1060,9 @@ class Index:
         # 2. postings: a segment file for a large add (with level 0 folded in), else level 0
         tok = np.flatnonzero(plan.has_tok)
         st = self._state_for(conn)
-        to_segment = n >= self.tuning.segment_min or (len(st.l0.docs) + len(tok) > self.tuning.l0_max)
+        # with background folds, folding inline here is only the backstop (see fold.py)
+        l0_limit = self.tuning.l0_max * (fold.BACKSTOP if self.background_fold else 1)
+        to_segment = n >= self.tuning.segment_min or (len(st.l0.docs) + len(tok) > l0_limit)
         seg = None
         seg_job = seg_name = None
         if to_segment and len(tok):
@@ -1176,6 +1197,13 @@ class Index:
                     st.l0.put(band, key & 0xFFFFFFFFFFFFFFFF, doc)
                 nst = State(gen, st.bands, st.segments, st.l0, st.tombstones)
             self._state = nst
+
+    def fold(self) -> bool:
+        """Fold level 0 into a new segment now, building the segment without holding the writer
+        lock (adds from other threads go on meanwhile) and committing it in one short
+        transaction (fold.py). True when a segment was added; False when level 0 was empty or
+        the index changed under the fold (a compact, an inline fold), which is then dropped."""
+        return fold.fold_once(self)
 
     # ------------------------------------------------------------------ remove, compact
     def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True) -> int:

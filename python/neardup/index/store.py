@@ -191,6 +191,11 @@ class SegmentCache:
                     self.files[name] = p
         return p
 
+    def put(self, name: str, p: Postings) -> None:
+        """A segment this process just wrote and listed: its postings are already in memory."""
+        with self.lock:
+            self.files[name] = p
+
     def forget_except(self, keep: set[str]) -> None:
         with self.lock:
             for k in list(self.files):
@@ -211,13 +216,19 @@ class L0:
         self.docs: set[int] = set()
 
     @staticmethod
-    def load(conn: sqlite3.Connection) -> "L0":
-        l0 = L0()
-        for doc, exact, bands in conn.execute("SELECT doc, exact_key, bands FROM level0"):
-            l0.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
-            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
-                l0.put(j, key, doc)
+    def load(conn: sqlite3.Connection, after: int = 0, into: "L0 | None" = None) -> "L0":
+        """Level 0's documents numbered above `after` (all by default), added to `into` if given
+        (a background fold catching up with the adds made while it built its segment)."""
+        l0 = into if into is not None else L0()
+        l0.put_rows(conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (after,)))
         return l0
+
+    def put_rows(self, rows) -> None:
+        """Rows of table level0: (doc, exact key (signed), band keys blob)."""
+        for doc, exact, bands in rows:
+            self.put(-1, exact & 0xFFFFFFFFFFFFFFFF, doc)
+            for j, key in enumerate(np.frombuffer(bands, "<u8").tolist()):
+                self.put(j, key, doc)
 
     def put(self, band: int, key: int, doc: int) -> None:
         k = (band, key)

@@ -18,14 +18,26 @@ class Tuning:
     #: an add of at least this many documents writes its postings to a new segment file
     segment_min: int = 20_000
     #: smaller adds go to level 0 (SQLite) until it would hold more than this many documents;
-    #: then level 0 is folded into the next segment in the same transaction
+    #: then level 0 is folded into the next segment in the same transaction. An index opened
+    #: with ``background_fold=True`` (the service) folds in a thread of its own instead, and
+    #: folds inline only past ``BACKSTOP x l0_max`` (see fold.py)
     l0_max: int = 50_000
+    #: with ``background_fold=True``: a commit that leaves level 0 above this many documents
+    #: starts a background fold (None: half of l0_max)
+    l0_fold_at: int | None = None
 
     def check(self) -> "Tuning":
         for k, v in asdict(self).items():
+            if k == "l0_fold_at" and v is None:
+                continue
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise InvalidParameterError(f"{k} must be a positive integer, got {v!r}")
         return self
+
+    @property
+    def fold_at(self) -> int:
+        """Level 0's size above which a background fold starts."""
+        return self.l0_fold_at if self.l0_fold_at is not None else max(1, self.l0_max // 2)
 
     def with_overrides(self, **kw) -> "Tuning":
         return replace(self, **{k: v for k, v in kw.items() if v is not None}).check()
@@ -39,4 +51,4 @@ class Tuning:
         if not s:
             return Tuning()
         d = json.loads(s)
-        return Tuning(**{k: int(v) for k, v in d.items() if k in Tuning.__dataclass_fields__})
+        return Tuning(**{k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__})

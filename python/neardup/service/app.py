@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
@@ -155,8 +156,9 @@ def _finite(x):
 
 # ---------------------------------------------------------------------------- app
 def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000) -> FastAPI:
-    """The FastAPI application over `index` (an open :class:`Index` or a directory)."""
-    idx = index if isinstance(index, Index) else Index.open(index)
+    """The FastAPI application over `index` (an open :class:`Index` or a directory; a directory is
+    opened with background folds of level 0, as ``neardup serve`` does)."""
+    idx = index if isinstance(index, Index) else Index.open(index, background_fold=True)
     started = time.time()
     @asynccontextmanager
     async def lifespan(_app):
@@ -384,12 +386,20 @@ def _quiet_gc() -> None:
 
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
           max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
-          sync: str = "full") -> int:
+          sync: str = "full", fold: str = "background", l0_max: int | None = None,
+          l0_fold_at: int | None = None) -> int:
+    """`fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
+    requests' path (index/fold.py); "inline" folds it inside the add that fills it, as the CLI's
+    adds do (a ~400 ms request every 50,000 articles). `l0_max` / `l0_fold_at` override the
+    index's stored tuning for this process."""
     import uvicorn
 
+    if fold not in ("background", "inline"):
+        raise InvalidParameterError(f"fold must be 'background' or 'inline', got {fold!r}")
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
-    idx = Index.open(directory, threads=threads, sync=sync)
+    idx = Index.open(directory, threads=threads, sync=sync, background_fold=fold == "background", l0_max=l0_max,
+                     l0_fold_at=l0_fold_at)
     idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
     app = create_app(idx, max_body=max_body, max_batch=max_batch)
     idx.query([{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}])

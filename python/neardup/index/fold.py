@@ -1,0 +1,264 @@
+"""Level 0 folded into a segment in the background, off the path of adds (LSM-style).
+
+The inline fold (``Index._commit``) puts every level-0 document into the segment of the add that
+crosses ``l0_max``, inside that add's transaction: at 50,000 documents that add takes ~400 ms,
+and in the service every request queued behind it waits too. An index opened with
+``background_fold=True`` instead folds in two steps:
+
+1. :func:`prepare`, without the writer lock (adds keep going to level 0): read level 0 from a
+   read snapshot, up to its last document D; build the sorted postings; write and fsync the
+   segment file (not yet in the manifest: a crash leaves a file that the next writer deletes,
+   as for an interrupted add); then read the level-0 rows past D (the adds made meanwhile) into
+   the next in-memory level 0.
+2. :func:`commit`, under the writer lock, one short transaction: the manifest row, level 0's rows
+   up to D deleted, the generation bumped; then the in-memory state swapped (the new
+   segment appended, level 0 holding only documents past D). Nothing is sorted under the lock;
+   only level 0's rows past D (the few adds made during the build) are read, and put back after
+   level 0 is cleared whole. The replaced in-memory map is freed later, in small slices, by a
+   thread of its own (a single deallocation held the GIL for 48 ms).
+
+A document removed while the segment was built is still listed by the new segment, but
+``remove`` always records a tombstone, and every lookup drops tombstoned documents. If the
+manifest changed meanwhile (a compact, or an inline fold by a large add or the backstop: each
+takes level 0 itself), the fold is abandoned: its file is deleted and nothing else changes.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from operator import itemgetter
+
+import numpy as np
+
+from neardup.index import store
+from neardup.index.segment import Postings, write_segment
+
+__all__ = ["BACKSTOP", "Prepared", "prepare", "commit", "abandon", "fold_once", "Folder"]
+
+#: with background folding an add still folds level 0 inline (in its own transaction) when level
+#: 0 would exceed BACKSTOP x l0_max: background folds that fail or cannot keep up must not let
+#: level 0 (an in-memory map, reloaded whole after a remove) grow without bound
+BACKSTOP = 2
+
+#: entries of a replaced level-0 map freed per slice (~0.2 ms holding the GIL), and the pause
+#: after each (a 50,000-document map is then freed over ~3 s, at ~4% of one core)
+FREE_SLICE = 1_000
+FREE_PAUSE = 0.005
+
+
+@dataclass
+class Prepared:
+    """A segment file written but not yet listed: the documents of level 0 up to ``upto``."""
+
+    name: str
+    postings: Postings
+    size: int
+    crc: int
+    upto: int  # documents <= upto were read from level 0 into the segment
+    manifest: list[str]  # segment files listed when level 0 was read: the commit needs the same
+    l0: store.L0  # level 0's documents past upto, as committed up to document `seen`
+    seen: int
+    build_s: float
+
+
+def prepare(ix, min_docs: int = 1) -> Prepared | None:
+    """Step 1 (no writer lock): the segment of level 0's documents, written and fsynced.
+    None when level 0 holds fewer than `min_docs` documents. The caller must hold the index's
+    writer flock (taken by ``ix._writer()``): another process's writer would delete the file as
+    unreferenced garbage."""
+    t0 = time.perf_counter()
+    bands = ix.config.bands
+    conn = store.connect(os.path.join(ix.directory, store.DB_NAME), readonly=True)
+    try:
+        conn.execute("BEGIN")  # one snapshot for the manifest and the rows
+        try:
+            manifest = [r[0] for r in conn.execute("SELECT file FROM segments ORDER BY seg")]
+            rows = conn.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall()
+            gen = int(ix._meta(conn, "generation"))
+        finally:
+            conn.execute("COMMIT")
+        if not rows or len(rows) < min_docs:
+            return None
+        upto = int(rows[-1][0])
+        # C-level passes (np.fromiter over map/itemgetter), not Python loops: see _free_gradually
+        n = len(rows)
+        docs = np.fromiter(map(itemgetter(0), rows), np.int64, n)
+        exact = np.fromiter(map(itemgetter(1), rows), np.int64, n).view(np.uint64)  # stored signed (u2i)
+        keys = np.frombuffer(b"".join(map(itemgetter(2), rows)), "<u8").reshape(n, bands)
+        del rows
+        p = Postings.build(docs, exact, keys, bands)
+        name = f"seg-{gen + 1:08d}-{os.urandom(4).hex()}.ndx"
+        path = os.path.join(ix.directory, name)
+        size, crc = write_segment(path, p)
+        try:
+            conn.execute("BEGIN")
+            try:
+                seen = int(ix._meta(conn, "next_doc")) - 1
+                l0 = store.L0.load(conn, after=upto)
+            finally:
+                conn.execute("COMMIT")
+        except BaseException:
+            _unlink(path)
+            raise
+        return Prepared(name, p, size, crc, upto, manifest, l0, seen, time.perf_counter() - t0)
+    finally:
+        conn.close()
+
+
+def commit(ix, pf: Prepared) -> bool:
+    """Step 2 (under the writer lock): list the segment, drop its documents from level 0, swap
+    the in-memory state. False (the file deleted, nothing changed) when the index has moved on
+    in a way that makes the segment wrong, or is closing."""
+    with ix._wlock:
+        if ix._closed:
+            abandon(ix, pf)
+            return False
+        conn = ix._writer()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if [r[0] for r in conn.execute("SELECT file FROM segments ORDER BY seg")] != pf.manifest:
+                conn.execute("ROLLBACK")
+                abandon(ix, pf)
+                return False
+            # level 0 keeps the documents past upto: the few added while the segment was built.
+            # They are set aside and level 0 is cleared whole: a DELETE without WHERE frees the
+            # table's pages at once (SQLite's truncate optimisation), where "WHERE doc <= upto"
+            # rewrote every page row by row: 180 ms instead of 16 (statements and COMMIT) for
+            # 48,500 rows, all of it under the writer lock, so in every queued request's latency
+            keep = conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (pf.upto,)).fetchall()
+            conn.execute("DELETE FROM level0")
+            conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)", keep)
+            # the in-memory level 0 catches up with the adds committed since prepare read it
+            # (this is the writer: nothing else writes)
+            pf.l0.put_rows(r for r in keep if r[0] > pf.seen)
+            conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                         (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()))
+            gen = ix._bump(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            abandon(ix, pf)
+            raise
+        ix._segcache.put(pf.name, pf.postings)  # the next lookup need not read it back
+        with ix._state_lock:
+            st = replaced = ix._state
+            if st is None or st.generation != gen - 1:
+                ix._state = None  # reloaded from SQLite by the next read
+            else:
+                if len(st.tombstones) and pf.l0.docs:
+                    # removed while level 0 was being read: their rows are gone, their postings
+                    # (kept in pf.l0's map) are dropped by the tombstones at lookup
+                    d = np.fromiter(pf.l0.docs, np.int64, len(pf.l0.docs))
+                    pf.l0.docs.difference_update(d[np.isin(d, st.tombstones)].tolist())
+                ix._state = store.State(gen, st.bands, st.segments + [(pf.name, pf.size, pf.crc)], pf.l0,
+                                        st.tombstones)
+            del st
+    if replaced is not None:
+        box = [replaced.l0]  # the only reference this frame keeps, handed over (popped) below
+        del replaced
+        threading.Thread(target=_free_gradually, args=(box,), name="neardup-fold-free", daemon=True).start()
+    return True
+
+
+def _free_gradually(box: list, wait_s: float = 10.0) -> None:
+    """Free a replaced level 0 piece by piece, in a thread of its own. Dropped at once, its map
+    (~630,000 entries at 48,500 documents) took 48 ms to deallocate, holding the GIL: a stall for
+    every request. A request still reading the old state holds the L0 object; once none does
+    (the weak reference dies), nothing else can reach the map and it is emptied in slices."""
+    l0 = box.pop()
+    m = l0.map
+    gone = weakref.ref(l0)
+    del l0
+    deadline = time.monotonic() + wait_s
+    while gone() is not None:
+        if time.monotonic() > deadline:
+            return  # whoever drops it last frees it whole
+        time.sleep(0.01)
+    # Each slice is one short C-level pass (no Python bytecode between items), then a sleep
+    # much longer than the slice: whenever a request thread gives the GIL up (at every SQLite
+    # or numpy call) and this thread is awake, it takes the GIL for a whole slice, so slices
+    # must be tiny and rare. Slices of 20,000 with 2 ms sleeps (a Python loop too) slowed
+    # requests more than the single 48 ms stall did (p99 160-177 ms, measured).
+    keys = list(m)
+    while keys:
+        part = keys[-FREE_SLICE:]
+        del keys[-FREE_SLICE:]
+        deque(map(m.__delitem__, part), maxlen=0)
+        del part
+        time.sleep(FREE_PAUSE)
+
+
+def abandon(ix, pf: Prepared) -> None:
+    _unlink(os.path.join(ix.directory, pf.name))
+
+
+def fold_once(ix, min_docs: int = 1) -> bool:
+    """Prepare and commit one fold; True when a segment was added."""
+    with ix._wlock:
+        ix._writer()  # the writer flock (and recovery) before a file is written
+    pf = prepare(ix, min_docs)
+    return pf is not None and commit(ix, pf)
+
+
+class Folder:
+    """At most one background fold at a time, started after a commit leaves level 0 above
+    ``tuning.fold_at``. A failed fold is counted and reported on stderr; the next commit
+    starts another (and the backstop still bounds level 0)."""
+
+    def __init__(self, ix) -> None:
+        self.ix = ix
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.folds = 0
+        self.abandoned = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        self.last_build_s: float | None = None
+
+    def maybe_start(self, l0_docs: int) -> bool:
+        if l0_docs <= self.ix.tuning.fold_at or self.ix._closed:
+            return False
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return False
+            self._thread = threading.Thread(target=self._run, name="neardup-fold", daemon=True)
+            self._thread.start()
+            return True
+
+    def _run(self) -> None:
+        ix = self.ix
+        try:
+            pf = prepare(ix, min_docs=ix.tuning.fold_at)
+            if pf is None:
+                return
+            self.last_build_s = pf.build_s
+            if ix._closed:
+                abandon(ix, pf)
+                return
+            if commit(ix, pf):
+                self.folds += 1
+            else:
+                self.abandoned += 1
+        except Exception as exc:  # reported, never raised into a request
+            self.errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            print(f"neardup: background fold of level 0 failed ({self.last_error}); level 0 stays as it was",
+                  file=sys.stderr, flush=True)
+
+    def wait(self) -> None:
+        t = self._thread
+        if t is not None:
+            t.join()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
