@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from neardup import _core
-from neardup.index.bulk import Const, insert_columns
+from neardup.index.bulk import SMALL, Const, insert_columns
 from neardup.index.store import lookup
 
 
@@ -16,10 +16,11 @@ def _table(conn, name):
     conn.execute(f"CREATE TABLE {name} (a INTEGER PRIMARY KEY, b TEXT, c REAL, d INTEGER, e BLOB, f REAL, g TEXT)")
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_insert_columns_stores_what_executemany_stores(seed):
+@pytest.mark.parametrize("seed,n", [(s, None) for s in range(5)] + [(7, 1), (8, 3), (9, SMALL), (10, SMALL + 1)])
+def test_insert_columns_stores_what_executemany_stores(seed, n):
+    # n None: a random size (mostly the literal-and-groups path); small n: every value bound
     rng = random.Random(seed)
-    n = rng.randrange(0, 400)
+    n = rng.randrange(0, 400) if n is None else n
     p_null = rng.choice([0.0, 0.3, 1.0])
 
     def maybe(v):

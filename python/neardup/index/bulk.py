@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Const", "insert_columns"]
+__all__ = ["Const", "insert_columns", "SMALL"]
+
+#: inserts of at most this many rows bind every value (see insert_columns)
+SMALL = 16
 
 
 class Const:
@@ -41,6 +44,13 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
     for j in varying:
         if len(columns[j]) != n:
             raise ValueError(f"column {j} has {len(columns[j])} values, expected {n}")
+    if n <= SMALL:
+        # a few rows (the service's adds): every value bound, so that the statement's text is
+        # the same at every add and SQLite's statement cache serves it (a literal such as the
+        # add's time makes a new text, and preparing it costs more than binding a few rows)
+        rows = [[c.value if isinstance(c, Const) else c[i] for c in columns] for i in range(n)]
+        conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})", rows)
+        return
     # which varying columns hold a NULL somewhere: each row's pattern of NULLs is its group
     nullable = [j for j in varying if None in columns[j]]
     code = np.zeros(n, np.int64)

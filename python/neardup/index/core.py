@@ -1115,15 +1115,22 @@ class Index:
             o = np.argsort(ncl, kind="stable")
             insert_columns(conn, "clusters", [ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist() if multi_new else Const(1),
                                               Const(now), Const(now), Const(None)], len(ncl))
-            conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?",
-                             [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c < fn])
-            conn.executemany("UPDATE clusters SET keeper = NULL, size = 0, updated_at = ?, merged_into = ? WHERE cluster = ?",
-                             [(now, t, c) for c, t in plan.merged.items()])
-            conn.executemany("UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
-                             [(t, c) for c, t in plan.merged.items()])
-            conn.executemany("UPDATE documents SET cluster = ? WHERE cluster = ?", [(t, c) for c, t in plan.merged.items()])
-            conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", plan.member_updates)
-            conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
+            # (each statement only when it has rows: a new story, the service's usual add, has none)
+            grown = [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c < fn]
+            if grown:
+                conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", grown)
+            if plan.merged:
+                conn.executemany("UPDATE clusters SET keeper = NULL, size = 0, updated_at = ?, merged_into = ? "
+                                 "WHERE cluster = ?", [(now, t, c) for c, t in plan.merged.items()])
+                conn.executemany("UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
+                                 [(t, c) for c, t in plan.merged.items()])
+                conn.executemany("UPDATE documents SET cluster = ? WHERE cluster = ?",
+                                 [(t, c) for c, t in plan.merged.items()])
+            if plan.member_updates:
+                conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?",
+                                 plan.member_updates)
+            if plan.pairs:
+                conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
             sw.lap("commit: other rows")
             if seg_job is not None:
                 seg = seg_job.result()
