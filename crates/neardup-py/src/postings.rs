@@ -1,8 +1,9 @@
 //! `postings_lookup`: the persistent index's band look-up (see `neardup_core::postings`).
 
-use crate::errors::{detached, param_err};
+use crate::errors::{detached, param_err, raise};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use neardup_core::postings;
-use numpy::{PyArray1, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
 
 /// Every (query index, document) with `keys[p] == queries[i]`, over the sorted posting arrays
@@ -39,7 +40,70 @@ pub fn postings_lookup<'py>(
     Ok((PyArray1::from_vec(py, qi), PyArray1::from_vec(py, d)))
 }
 
+/// The posting arrays of one band over every segment, held for the look-ups of a few queries
+/// (a service's single articles): passing 2 x segments arrays to every call cost more than
+/// the binary searches themselves.
+#[pyclass(frozen, module = "neardup._core")]
+pub struct PostingArrays {
+    keys: Vec<Py<PyArray1<u64>>>,
+    docs: Vec<Py<PyArray1<u32>>>,
+}
+
+#[pymethods]
+impl PostingArrays {
+    #[new]
+    fn new(py: Python<'_>, keys: Vec<Bound<'_, PyArray1<u64>>>, docs: Vec<Bound<'_, PyArray1<u32>>>) -> PyResult<Self> {
+        if keys.len() != docs.len() {
+            return Err(param_err(py, format!("{} key arrays but {} document arrays", keys.len(), docs.len())));
+        }
+        for (j, (k, d)) in keys.iter().zip(docs.iter()).enumerate() {
+            let (k, d) = (k.readonly(), d.readonly());
+            let k = k.as_slice().map_err(|_| param_err(py, format!("keys[{j}] must be a contiguous uint64 array")))?;
+            let d = d.as_slice().map_err(|_| param_err(py, format!("docs[{j}] must be a contiguous uint32 array")))?;
+            if k.len() != d.len() {
+                return Err(param_err(py, format!("keys[{j}] has {} entries but docs[{j}] has {}", k.len(), d.len())));
+            }
+        }
+        Ok(Self {
+            keys: keys.into_iter().map(Bound::unbind).collect(),
+            docs: docs.into_iter().map(Bound::unbind).collect(),
+        })
+    }
+
+    /// Every (query index, document) with a matching key, in the order of `postings_lookup`'s
+    /// scalar path: arrays, then queries, then documents as stored. The GIL is kept: the
+    /// searches take microseconds, less than releasing and taking it back.
+    fn few<'py>(
+        &self,
+        py: Python<'py>,
+        queries: PyReadonlyArray1<'py, u64>,
+    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+        let q = queries.as_slice().map_err(|_| param_err(py, "queries must be a contiguous uint64 array"))?;
+        let views: Vec<_> = self.keys.iter().zip(&self.docs).map(|(k, d)| (k.bind(py), d.bind(py))).collect();
+        let mut arrays: Vec<(&[u64], &[u32])> = Vec::with_capacity(views.len());
+        for (k, d) in &views {
+            // SAFETY: read without numpy's borrow tracking (acquiring it for 2 x segments arrays
+            // was most of a call's time). The arrays are a segment's postings: made once when
+            // the file is loaded (read-only views of its bytes) and never written afterwards;
+            // they were checked contiguous at construction, and this object keeps them alive.
+            let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
+            arrays.push((ks, ds));
+        }
+        let (qi, d) = catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q)))
+            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))?;
+        Ok((
+            PyArray1::from_vec(py, qi.into_iter().map(i64::from).collect()),
+            PyArray1::from_vec(py, d.into_iter().map(i64::from).collect()),
+        ))
+    }
+
+    fn __len__(&self) -> usize {
+        self.keys.len()
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PostingArrays>()?;
     m.add_function(wrap_pyfunction!(postings_lookup, m)?)?;
     Ok(())
 }

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 import neardup
+from neardup import _core
 from neardup.errors import InvalidParameterError
 from neardup.index import store
 from neardup.index.errors import (
@@ -190,6 +191,7 @@ class Index:
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
         self._pending = pend.PendingLog(has_rows=False)  # set up by the writer's open (_recover)
+        self._few: tuple | None = None  # (segment names, PostingArrays per band): _few_handles
         #: wall seconds per stage of the last add or query (for benchmarks)
         self.last_stages: dict[str, float] = {}
 
@@ -494,7 +496,8 @@ class Index:
         arrays = self._arrays(st)
 
         # exact pass: against the archive, then the earlier part of the batch
-        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones),
+        few = self._few_handles(st, arrays) if len(tok_idx) <= store.SMALL_QUERY else None
+        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones, few and few[0]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
         arch_exact = np.full(n, -1, np.int64)
         if len(qi):
@@ -516,7 +519,8 @@ class Index:
         ca_i, ca_d = [], []
         for j in range(cfg.bands):
             q = np.ascontiguousarray(bk[rep_rows, j])
-            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones), st.l0.lookup(j, q, st.tombstones))
+            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones, few and few[j + 1]),
+                         st.l0.lookup(j, q, st.tombstones))
             ca_i.append(reps[q_])
             ca_d.append(d)
         ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
@@ -738,6 +742,17 @@ class Index:
         self.last_stages = sw.times
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
                      cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
+
+    def _few_handles(self, st: State, arrays: list[Postings]) -> list:
+        """Per band (exact keys first), the segments' arrays held by the Rust core for look-ups
+        of a few keys (store.lookup's small path), made once per set of segments."""
+        key = tuple(s[0] for s in st.segments)
+        held = self._few
+        if held is None or held[0] != key:
+            parts = [[p.exact for p in arrays]] + [[p.bands[j] for p in arrays] for j in range(self.config.bands)]
+            held = (key, [_core.PostingArrays([k for k, _ in ps], [d for _, d in ps]) for ps in parts])
+            self._few = held  # one assignment: readers in other threads see the old or the new
+        return held[1]
 
     def _doc_meta(self, conn, doc_list: list[int]) -> dict[int, dict]:
         out: dict[int, dict] = {}
