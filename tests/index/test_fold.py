@@ -61,7 +61,9 @@ def test_background_folds_give_the_same_answers(tmp_path, corpus):
         bg._folder.wait()
         assert bg._folder.errors == 0, bg._folder.last_error
         assert bg._folder.folds >= 5
-        assert len(_listed(bg)) >= 5 and len(_level0(bg)) < 100
+        # merged as they go (test_tiers.py): fewer segments than folds, none unlisted on disk
+        assert 1 <= len(_listed(bg)) < bg._folder.folds and len(_level0(bg)) < 100
+        assert _segments(bg.directory) == sorted(_listed(bg))
         assert len(_listed(plain)) == 0  # every posting of the plain index is in level 0
         assert h.cluster_sets(bg.clusters()) == h.cluster_sets(plain.clusters())
         assert h.member_sims(bg.clusters()) == h.member_sims(plain.clusters())
@@ -233,7 +235,7 @@ def test_sigkill_during_background_folds_leaves_a_consistent_index(tmp_path):
         ix.add(batches[done]) if done < len(batches) else None  # a writer: recovery runs
         done += done < len(batches)
         listed = set(_listed(ix))
-        assert len(listed) >= 2 and set(_segments(d)) == listed  # no orphan segment left
+        assert len(listed) >= 1 and set(_segments(d)) == listed  # no orphan segment left
         got = list(ix.clusters())
         probes = [x["text"] for x in docs[:: 97]]
         answers = _verdicts(ix.query(probes))

@@ -426,7 +426,12 @@ class Index:
                 if listed is not None or attempt == attempts - 1:
                     raise
                 with self._state_lock:
-                    self._state = None
+                    # only a state that lists the gone file is dropped: a background fold that
+                    # merged segments has already put the next state in place, and reloading
+                    # level 0 from SQLite would cost every request waiting on the lock
+                    st = self._state
+                    if st is not None and any(s[0] == exc.file for s in st.segments):
+                        self._state = None
 
     def _meta(self, conn, key: str) -> str:
         return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
@@ -442,7 +447,13 @@ class Index:
                 return st
             segs = [tuple(r) for r in conn.execute("SELECT file, bytes, crc FROM segments ORDER BY seg")]
             tomb = np.array([r[0] for r in conn.execute("SELECT doc FROM tombstones ORDER BY doc")], dtype=np.int64)
+            older = st is not None and st.generation > gen
             st = State(gen, self.config.bands, segs, store.L0.load(conn), tomb)
+            if older:
+                # a reader still in a snapshot from before the last commit: its state serves
+                # this read only, and must not evict the newer segments (a merged one, just
+                # written) from the cache nor stand in for the newer state
+                return st
             self._segcache.forget_except({s[0] for s in segs})
             self._state = st
             return st

@@ -21,6 +21,23 @@ A document removed while the segment was built is still listed by the new segmen
 ``remove`` always records a tombstone, and every lookup drops tombstoned documents. If the
 manifest changed meanwhile (a compact, or an inline fold by a large add or the backstop: each
 takes level 0 itself), the fold is abandoned: its file is deleted and nothing else changes.
+
+Size-tiered merging. Every lookup searches every segment, so a fold that only appended would
+make a query's cost grow with the number of folds (~700 a day in the service). :func:`prepare`
+therefore also merges into its segment the trailing segments of the manifest that are small
+next to it (:func:`tail_to_merge`: while the last remaining one holds at most MERGE_FACTOR
+times the documents gathered so far), read from the snapshot's manifest without the writer
+lock; :func:`commit` swaps their manifest rows for the new one in its transaction (the new row
+is last, where the merged ones were: the manifest stays oldest first) and deletes their files
+after it. Readers that still hold a snapshot listing them either loaded them already (a read
+reads a segment whole, and an unlinked file stays readable to whoever opened it) or meet
+``FileGoneError`` and retry on the newer manifest (``Index._fresh_read``), as after a compact.
+Consecutive segments made by background folds then shrink by more than MERGE_FACTOR each, so
+there are at most 1 + log_F(N / m) of them (N documents, m the smallest fold); and a document is
+rewritten only when its segment grows by a factor of at least 1 + 1/F, so at most
+log_(1+1/F)(N / m) times (F = 2, 700 folds of 25,000: at most 10 segments, 16 rewrites). Tombstones
+are kept even once no segment lists their documents (a merge drops those documents' postings,
+not the tombstones): correct and simplest; ``compact`` clears them.
 """
 from __future__ import annotations
 
@@ -36,9 +53,11 @@ from operator import itemgetter
 import numpy as np
 
 from neardup.index import store
+from neardup.index.errors import FileGoneError
 from neardup.index.segment import Postings, write_segment
 
-__all__ = ["BACKSTOP", "Prepared", "prepare", "commit", "abandon", "fold_once", "Folder"]
+__all__ = ["BACKSTOP", "MERGE_FACTOR", "Prepared", "prepare", "commit", "abandon", "fold_once", "Folder",
+           "tail_to_merge"]
 
 #: with background folding an add still folds level 0 inline (in its own transaction) when level
 #: 0 would exceed BACKSTOP x l0_max: background folds that fail or cannot keep up must not let
@@ -49,6 +68,11 @@ BACKSTOP = 2
 #: after each (a 50,000-document map is then freed over ~3 s, at ~4% of one core)
 FREE_SLICE = 1_000
 FREE_PAUSE = 0.005
+
+#: F of the size-tiered merge (see the module's docstring): a fold takes the last segment in
+#: while that segment holds at most F times the documents gathered so far. Larger F: fewer
+#: segments, more rewriting; 0: no merging (every fold appends a segment)
+MERGE_FACTOR = 2
 
 
 @dataclass
@@ -61,37 +85,49 @@ class Prepared:
     crc: int
     upto: int  # documents <= upto were read from level 0 into the segment
     manifest: list[str]  # segment files listed when level 0 was read: the commit needs the same
+    replaces: list[str]  # the trailing segments of that manifest merged into this one
     l0: store.L0  # level 0's documents past upto, as committed up to document `seen`
     seen: int
     build_s: float
 
 
-def prepare(ix, min_docs: int = 1) -> Prepared | None:
-    """Step 1 (no writer lock): the segment of level 0's documents, written and fsynced.
-    None when level 0 holds fewer than `min_docs` documents. The caller must hold the index's
-    writer flock (taken by ``ix._writer()``): another process's writer would delete the file as
-    unreferenced garbage."""
+def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR) -> Prepared | None:
+    """Step 1 (no writer lock): the segment of level 0's documents, merged with the manifest's
+    small trailing segments (:func:`tail_to_merge` with `factor`), written and fsynced.
+    None when level 0 holds fewer than `min_docs` documents, or when a segment to merge was
+    deleted meanwhile (a compact: the index moved on, as :func:`commit` would find). The caller
+    must hold the index's writer flock (taken by ``ix._writer()``): another process's writer
+    would delete the file as unreferenced garbage."""
     t0 = time.perf_counter()
     bands = ix.config.bands
     conn = store.connect(os.path.join(ix.directory, store.DB_NAME), readonly=True)
     try:
-        conn.execute("BEGIN")  # one snapshot for the manifest and the rows
+        conn.execute("BEGIN")  # one snapshot for the manifest, the rows and the tombstones
         try:
-            manifest = [r[0] for r in conn.execute("SELECT file FROM segments ORDER BY seg")]
+            listed = conn.execute("SELECT file, docs, bytes, crc FROM segments ORDER BY seg").fetchall()
             rows = conn.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall()
             gen = int(ix._meta(conn, "generation"))
+            k = tail_to_merge([r[1] for r in listed], len(rows), factor) if rows and len(rows) >= min_docs else 0
+            # only the tombstones a merge needs (it drops their documents' postings), and they
+            # must come from this snapshot: a later remove's tombstone still hides its document
+            tomb = np.array([r[0] for r in conn.execute("SELECT doc FROM tombstones")], np.int64) if k else None
         finally:
             conn.execute("COMMIT")
         if not rows or len(rows) < min_docs:
             return None
+        merged = listed[len(listed) - k :]
+        try:  # usually already in memory: every lookup reads every segment
+            parts = [ix._segcache.get(f, size, crc) for f, _, size, crc in merged]
+        except FileGoneError:
+            return None  # replaced since the snapshot (by a compact): this fold would be abandoned
         upto = int(rows[-1][0])
-        # C-level passes (np.fromiter over map/itemgetter), not Python loops: see _free_gradually
-        n = len(rows)
-        docs = np.fromiter(map(itemgetter(0), rows), np.int64, n)
-        exact = np.fromiter(map(itemgetter(1), rows), np.int64, n).view(np.uint64)  # stored signed (u2i)
-        keys = np.frombuffer(b"".join(map(itemgetter(2), rows)), "<u8").reshape(n, bands)
+        p = _level0_postings(rows, bands)
         del rows
-        p = Postings.build(docs, exact, keys, bands)
+        if parts:
+            p = Postings.merge(parts + [p], bands, tomb)
+            # what is left once the tombstoned documents are dropped: one posting per band each
+            p.docs = int(len(p.bands[0][1])) if bands else p.docs
+            del parts
         name = f"seg-{gen + 1:08d}-{os.urandom(4).hex()}.ndx"
         path = os.path.join(ix.directory, name)
         size, crc = write_segment(path, p)
@@ -105,9 +141,33 @@ def prepare(ix, min_docs: int = 1) -> Prepared | None:
         except BaseException:
             _unlink(path)
             raise
-        return Prepared(name, p, size, crc, upto, manifest, l0, seen, time.perf_counter() - t0)
+        return Prepared(name, p, size, crc, upto, [r[0] for r in listed], [r[0] for r in merged], l0, seen,
+                        time.perf_counter() - t0)
     finally:
         conn.close()
+
+
+def tail_to_merge(docs: list[int], building: int, factor: int = MERGE_FACTOR) -> int:
+    """How many trailing segments (their document counts, oldest first) a fold of `building`
+    documents merges: the last remaining one while it holds at most `factor` times the
+    documents gathered so far. A big segment is thus rewritten only once the folds after it
+    add up to 1/factor of it, and after the fold the segment before the new one holds more
+    than `factor` times the new one's documents."""
+    total, k = building, 0
+    while k < len(docs) and docs[-1 - k] <= factor * total:
+        total += docs[-1 - k]
+        k += 1
+    return k
+
+
+def _level0_postings(rows: list, bands: int) -> Postings:
+    """Sorted postings of level-0 rows (doc, exact key (signed), band keys blob)."""
+    # C-level passes (np.fromiter over map/itemgetter), not Python loops: see _free_gradually
+    n = len(rows)
+    docs = np.fromiter(map(itemgetter(0), rows), np.int64, n)
+    exact = np.fromiter(map(itemgetter(1), rows), np.int64, n).view(np.uint64)  # stored signed (u2i)
+    keys = np.frombuffer(b"".join(map(itemgetter(2), rows)), "<u8").reshape(n, bands)
+    return Postings.build(docs, exact, keys, bands)
 
 
 def commit(ix, pf: Prepared) -> bool:
@@ -136,6 +196,9 @@ def commit(ix, pf: Prepared) -> bool:
             # the in-memory level 0 catches up with the adds committed since prepare read it
             # (this is the writer: nothing else writes)
             pf.l0.put_rows(r for r in keep if r[0] > pf.seen)
+            # the merged segments' rows go, the new one comes last: where they were, as the
+            # manifest is checked unchanged above and they were its tail
+            conn.executemany("DELETE FROM segments WHERE file = ?", [(f,) for f in pf.replaces])
             conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                          (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()))
             gen = ix._bump(conn)
@@ -156,14 +219,29 @@ def commit(ix, pf: Prepared) -> bool:
                     # (kept in pf.l0's map) are dropped by the tombstones at lookup
                     d = np.fromiter(pf.l0.docs, np.int64, len(pf.l0.docs))
                     pf.l0.docs.difference_update(d[np.isin(d, st.tombstones)].tolist())
-                ix._state = store.State(gen, st.bands, st.segments + [(pf.name, pf.size, pf.crc)], pf.l0,
-                                        st.tombstones)
+                gone = set(pf.replaces)
+                kept = [x for x in st.segments if x[0] not in gone]
+                ix._state = store.State(gen, st.bands, kept + [(pf.name, pf.size, pf.crc)], pf.l0, st.tombstones)
             del st
+    _retire(ix, pf.replaces)  # unlinking (tens of MB) needs no lock: no other listing has them
     if replaced is not None:
         box = [replaced.l0]  # the only reference this frame keeps, handed over (popped) below
         del replaced
         threading.Thread(target=_free_gradually, args=(box,), name="neardup-fold-free", daemon=True).start()
     return True
+
+
+def _retire(ix, names: list[str]) -> None:
+    """Forget and delete segments the manifest no longer lists, right after the commit (as a
+    compact does). A reader holding an older snapshot that has not loaded one yet gets
+    ``FileGoneError`` and retries on the newer manifest (``Index._fresh_read``); one that did
+    keeps its arrays, which never refer to the file once read. A crash before the unlinks
+    leaves files that the next writer's recovery deletes, as it lists none of them."""
+    if not names:
+        return
+    ix._segcache.forget(names)
+    for f in names:
+        _unlink(os.path.join(ix.directory, f))
 
 
 def _free_gradually(box: list, wait_s: float = 10.0) -> None:

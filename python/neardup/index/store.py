@@ -180,6 +180,9 @@ class SegmentCache:
         self.directory = directory
         self.lock = threading.Lock()
         self.files: dict[str, Postings] = {}
+        #: segments merged away by a background fold (names are never reused): a reader of an
+        #: older snapshot may still load one, but it is not cached again (it would stay, unused)
+        self.retired: set[str] = set()
 
     def get(self, name: str, size: int, crc: int) -> Postings:
         p = self.files.get(name)
@@ -188,13 +191,21 @@ class SegmentCache:
                 p = self.files.get(name)
                 if p is None:
                     p = read_segment(os.path.join(self.directory, name), size, crc)
-                    self.files[name] = p
+                    if name not in self.retired:
+                        self.files[name] = p
         return p
 
     def put(self, name: str, p: Postings) -> None:
         """A segment this process just wrote and listed: its postings are already in memory."""
         with self.lock:
             self.files[name] = p
+
+    def forget(self, names: list[str]) -> None:
+        """Segments no longer listed (merged into another): dropped, and never cached again."""
+        with self.lock:
+            for k in names:
+                self.files.pop(k, None)
+                self.retired.add(k)
 
     def forget_except(self, keep: set[str]) -> None:
         with self.lock:
