@@ -191,7 +191,8 @@ class Index:
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
         self._pending = pend.PendingLog(has_rows=False)  # set up by the writer's open (_recover)
-        self._few: tuple | None = None  # (segment names, PostingArrays per band): _few_handles
+        self._few: tuple | None = None
+        self._meta_memo: dict[str, str] | None = None  # within an add: _add_locked  # (segment names, PostingArrays per band): _few_handles
         #: wall seconds per stage of the last add or query (for benchmarks)
         self.last_stages: dict[str, float] = {}
 
@@ -434,6 +435,9 @@ class Index:
                         self._state = None
 
     def _meta(self, conn, key: str) -> str:
+        memo = self._meta_memo
+        if memo is not None and conn is self._wconn and key in memo:
+            return memo[key]
         return conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()[0]
 
     def _state_for(self, conn: sqlite3.Connection) -> State:
@@ -1020,6 +1024,12 @@ class Index:
 
     def _add_locked(self, conn, docs, extras, signed: Signed | None, t0: float, note: str | None,
                     sw: Stages | None, pending: PendingTexts | None = None) -> Verdicts:
+        # the meta values an add reads (generation, next document, cluster and batch numbers),
+        # read in one statement: nothing else can write them while this add holds the writer
+        # lock (a background fold's commit takes it too). Each SQL statement is a point where
+        # the writer thread gives up the GIL and, in the service, waits to get it back.
+        self._meta_memo = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
+                                            "('generation', 'next_doc', 'next_cluster', 'next_batch')"))
         if pending is None:
             pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
@@ -1028,6 +1038,7 @@ class Index:
                 plan.stages.times = {**sw.times, **plan.stages.times}
             self._commit(conn, plan, t0, note, pending)
         finally:
+            self._meta_memo = None
             if pending is not None:
                 pending.wait()
         st = self._state
