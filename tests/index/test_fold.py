@@ -8,7 +8,6 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
 from neardup.index import Index
@@ -273,18 +272,25 @@ KILLED_AT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("phase", ["writing the segment", "segment written", "in the commit", "after the commit"])
-def test_sigkill_at_each_step_of_a_fold(tmp_path, corpus, phase):
+def _killed(tmp_path, script: str, docs: list[dict], phase: str) -> str:
+    """A new index in tmp_path/ix, `script` run on it with `docs` until it SIGKILLs itself at
+    `phase`; checks that the index opens consistent with all of `docs`; returns its path."""
     from test_durability import _consistent
 
     d = str(tmp_path / "ix")
     Index.create(d).close()
     path = tmp_path / "docs.json"
-    path.write_text(__import__("json").dumps(corpus[:120]))
-    r = subprocess.run([sys.executable, "-c", KILLED_AT, d, str(path), phase], capture_output=True, text=True)
+    path.write_text(__import__("json").dumps(docs))
+    r = subprocess.run([sys.executable, "-c", script, d, str(path), phase], capture_output=True, text=True)
     assert r.returncode == -signal.SIGKILL, r.stderr
-    ids, clusters = _consistent(d)
-    assert ids == {x["id"] for x in corpus[:120]}
+    ids, _ = _consistent(d)
+    assert ids == {x["id"] for x in docs}
+    return d
+
+
+@pytest.mark.parametrize("phase", ["writing the segment", "segment written", "in the commit", "after the commit"])
+def test_sigkill_at_each_step_of_a_fold(tmp_path, corpus, phase):
+    d = _killed(tmp_path, KILLED_AT, corpus[:120], phase)
     with Index.open(d) as ix:
         committed = phase == "after the commit"
         assert len(_listed(ix)) == committed and len(_level0(ix)) == (0 if committed else 120)

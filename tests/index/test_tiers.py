@@ -4,19 +4,15 @@ number of documents. It changes where postings live, never an answer."""
 import math
 import os
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from neardup.index import Index
 from neardup.index import fold
 import ix_helpers as h
-from test_fold import _level0, _listed, _segments, _verdicts
+from test_fold import _killed, _level0, _listed, _segments, _verdicts
 
 F = fold.MERGE_FACTOR
 
@@ -258,16 +254,7 @@ def test_sigkill_at_each_step_of_a_merge_fold(tmp_path, corpus, phase):
     """Killed at each step of a fold that merges segments: the index opens consistent, with
     either the old manifest (three segments, level 0 full) or the new one (two); the next
     writer deletes every file the manifest does not list; answers equal a never-folded index."""
-    from test_durability import _consistent
-
-    d = str(tmp_path / "ix")
-    Index.create(d).close()
-    path = tmp_path / "docs.json"
-    path.write_text(__import__("json").dumps(corpus[:200]))
-    r = subprocess.run([sys.executable, "-c", KILLED_IN_MERGE, d, str(path), phase], capture_output=True, text=True)
-    assert r.returncode == -signal.SIGKILL, r.stderr
-    ids, _ = _consistent(d)
-    assert ids == {x["id"] for x in corpus[:200]}
+    d = _killed(tmp_path, KILLED_IN_MERGE, corpus[:200], phase)
     committed = phase in ("after the commit", "deleting the merged files")
     with Index.open(d) as ix:
         listed = _listed(ix)
