@@ -165,8 +165,8 @@ class Index:
     # ------------------------------------------------------------------ open / create
     def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
                  tuning: Tuning | None = None, background_fold: bool = False) -> None:
-        if sync not in ("full", "normal"):
-            raise InvalidParameterError(f"sync must be 'full' or 'normal', got {sync!r}")
+        if sync not in ("full", "normal", "group"):
+            raise InvalidParameterError(f"sync must be 'full', 'normal' or 'group', got {sync!r}")
         if not isinstance(background_fold, bool):
             raise InvalidParameterError(f"background_fold must be True or False, got {background_fold!r}")
         self.sync = sync
@@ -245,6 +245,9 @@ class Index:
         returns: it survives a power cut. ``sync="normal"``: the text log and the WAL are not
         fsynced at each commit (SQLite ``synchronous=NORMAL``): an add is still all or nothing
         and survives the process being killed, but the last adds may be lost on a power cut.
+        ``sync="group"`` (the service's ``--sync full``): written as with "full", but a commit
+        does not wait for the WAL's fsync; :meth:`make_durable` does it, for every commit
+        before it at once, so that the next add can be planned and committed meanwhile.
 
         ``segment_min`` / ``l0_max`` / ``l0_fold_at`` override the stored :class:`Tuning` for this
         process. ``background_fold=True`` (the service): level 0 is folded into a segment by a
@@ -381,7 +384,7 @@ class Index:
         if self._wconn is None:
             self._lock.acquire()
             conn = store.connect(os.path.join(self.directory, DB_NAME))
-            if self.sync == "normal":
+            if self.sync in ("normal", "group"):
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._all_conns.append(conn)
             for ddl in LATE_INDEXES:
@@ -835,6 +838,24 @@ class Index:
                 raise
             return found[doc]
 
+    def make_durable(self) -> None:
+        """With ``sync="group"``: fsync the SQLite WAL, so that every commit made before this call
+        survives a power cut (a small add's texts are in its transaction: pending.py; a large
+        add fsyncs its texts itself). One fsync covers any number of commits. Checkpoints never
+        drop frames that were not fsynced: with ``synchronous=NORMAL`` SQLite syncs the WAL
+        before it copies frames into the database, and a checkpoint on the checkpoint
+        thread's connection (``synchronous=FULL``) does too. No-op in the other modes."""
+        if self.sync != "group":
+            return
+        try:
+            fd = os.open(os.path.join(self.directory, DB_NAME + "-wal"), os.O_RDONLY)
+        except FileNotFoundError:  # the last connection closed: SQLite checkpointed and synced it
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def sync_texts(self) -> bool:
         """fsync the text log if small adds' texts wait for it in SQLite (the service's
         checkpoint thread calls this; the next commit deletes the rows it covered)."""
@@ -1070,14 +1091,14 @@ class Index:
             return None
         fid, name, committed = self._last_text_file(conn)
         return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
-                            fsync=self.sync == "full", defer=pend.DEFER)
+                            fsync=self.sync != "normal", defer=pend.DEFER)
 
     def _text_writer(self, conn) -> PendingTexts | None:
         """A text-log writer fed chunk by chunk (``put``), or None when texts are not stored."""
         if not self.config.store_text:
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(os.path.join(self.directory, name), fid, committed, None, fsync=self.sync == "full",
+        return PendingTexts(os.path.join(self.directory, name), fid, committed, None, fsync=self.sync != "normal",
                             defer=pend.DEFER)
 
     def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:

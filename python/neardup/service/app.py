@@ -268,6 +268,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         try:
             with writes:
                 n = idx.remove([doc_id])
+                idx.make_durable()  # sync="group" (--sync full): durable before the answer
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
         return {"removed": n, "id": doc_id}
@@ -398,7 +399,10 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
         raise InvalidParameterError(f"fold must be 'background' or 'inline', got {fold!r}")
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
-    idx = Index.open(directory, threads=threads, sync=sync, background_fold=fold == "background", l0_max=l0_max,
+    # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
+    # by a thread of its own while the writer goes on (sync="group", writer.Acks)
+    idx = Index.open(directory, threads=threads, sync="group" if sync == "full" else sync,
+                     background_fold=fold == "background", l0_max=l0_max,
                      l0_fold_at=l0_fold_at)
     idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
     app = create_app(idx, max_body=max_body, max_batch=max_batch)
