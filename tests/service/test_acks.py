@@ -70,3 +70,15 @@ def test_make_durable_is_a_no_op_in_the_other_modes(index_dir):
     for mode in ("full", "normal"):
         with Index.open(index_dir, sync=mode) as ix:
             ix.make_durable()
+
+
+def test_a_writer_served_again_after_close_still_answers(index_dir, rain):
+    # an app whose lifespan ended may be served again: its writer and acks threads restart
+    with Index.open(index_dir, sync="group") as ix:
+        w = GroupWriter(ix, FIELDS)
+        try:
+            assert w.add([rain[0]], timeout=10)[0].as_dict()["inserted"] is True
+            w.close()
+            assert w.add([rain[1]], timeout=10)[0].as_dict()["inserted"] is True
+        finally:
+            w.close()

@@ -44,6 +44,8 @@ class GroupWriter:
 
     def _ensure_thread(self) -> None:
         """(Re)start the writer thread: an app whose lifespan ended may be served again (tests)."""
+        if self.acks is not None:
+            self.acks.ensure()
         if self._thread is not None and self._thread.is_alive():
             return
         with self._start_lock:
@@ -167,8 +169,16 @@ class Acks:
     def __init__(self, index: Index) -> None:
         self.index = index
         self.q: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="neardup-acks", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self.ensure()
+
+    def ensure(self) -> None:
+        """(Re)start the thread: a writer served again after close() answers again (tests)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="neardup-acks", daemon=True)
+                self._thread.start()
 
     def put(self, answers: list) -> None:
         self.q.put(answers)
@@ -203,8 +213,10 @@ class Acks:
                 return
 
     def close(self) -> None:
-        self.q.put(None)
-        self._thread.join(10)
+        t = self._thread
+        if t is not None and t.is_alive():
+            self.q.put(None)
+            t.join(10)
 
 
 class Checkpointer:
