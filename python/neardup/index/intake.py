@@ -23,7 +23,7 @@ from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Checked, Fields, Limits, check_record
-from neardup.pipeline.handoff import put_until_stopped
+from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.simhash import block_keys
 
@@ -158,13 +158,7 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
     twice: list[str] = []
     already: list[str] = []
     try:
-        while True:
-            item = q.get()
-            if item is _END:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            docs, extras = item
+        for docs, extras in received(q, _END):
             keys = [c.key for c in docs]
             for k in keys:
                 if k in seen:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import queue
 import threading
 
-__all__ = ["put_until_stopped"]
+__all__ = ["put_until_stopped", "received"]
 
 
 def put_until_stopped(q: queue.Queue, item, stop: threading.Event) -> bool:
@@ -18,3 +18,15 @@ def put_until_stopped(q: queue.Queue, item, stop: threading.Event) -> bool:
         except queue.Full:
             continue
     return False
+
+
+def received(q: queue.Queue, end: object):
+    """The items a reader thread puts on `q` until it puts `end`; an exception it puts (its
+    failure, handed over) is raised here, in the consuming thread."""
+    while True:
+        item = q.get()
+        if item is end:
+            return
+        if isinstance(item, BaseException):
+            raise item
+        yield item

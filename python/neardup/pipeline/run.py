@@ -42,7 +42,7 @@ from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb, summary_text
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.pipeline.reread import set_bytes_estimate, verify_reread, working_bytes
-from neardup.pipeline.handoff import put_until_stopped
+from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.store import RowStore, join_freeing
 from neardup.pipeline.verify import estimate_pairs
 
@@ -274,12 +274,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         thread = threading.Thread(target=reader, name="neardup-reader", daemon=True)
         thread.start()
         try:
-            while True:
-                item = batches.get()
-                if item is _END:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
+            for item in received(batches, _END):
                 consume(*item)
         finally:
             stop.set()
