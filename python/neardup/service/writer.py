@@ -79,19 +79,7 @@ class GroupWriter:
             item = self.q.get()
             if item is None:
                 return
-            group = [item]
-            n = len(item[0])
-            stop = False
-            while n < self.max_docs:
-                try:
-                    it = self.q.get_nowait()
-                except queue.Empty:
-                    break
-                if it is None:
-                    stop = True
-                    break
-                group.append(it)
-                n += len(it[0])
+            group, stop = _waiting(self.q, item, self.max_docs, lambda it: len(it[0]))
             with self.lock:
                 if self.checkpointer is None:
                     # the writer connection stops checkpointing on commit; this thread's does it
@@ -158,6 +146,22 @@ class GroupWriter:
                 fut.set_result(v)
 
 
+def _waiting(q: queue.Queue, first, limit: int | None = None, size=lambda it: 1) -> tuple[list, bool]:
+    """`first` and the items already waiting on `q` behind it, until their `size`s reach
+    `limit`; and whether the stop sentinel (None) was among them (the caller stops after)."""
+    items, n = [first], size(first)
+    while limit is None or n < limit:
+        try:
+            it = q.get_nowait()
+        except queue.Empty:
+            break
+        if it is None:
+            return items, True
+        items.append(it)
+        n += size(it)
+    return items, False
+
+
 class Acks:
     """Answers of committed groups, given once the SQLite WAL has been fsynced
     (``Index.make_durable``): one fsync for every group committed since the last one, while the
@@ -188,17 +192,7 @@ class Acks:
             item = self.q.get()
             if item is None:
                 return
-            batch = [item]
-            stop = False
-            while True:
-                try:
-                    more = self.q.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
+            batch, stop = _waiting(self.q, item)
             try:
                 self.index.make_durable()
             except Exception as exc:  # the groups are committed, their durability unknown: said so
