@@ -34,6 +34,13 @@ def _verdicts(vs):
     return [v.as_dict() for v in vs]
 
 
+def _same_after_reopen(d, ref, probes) -> None:
+    """Index `d`, opened again from disk, passes check() and answers `probes` as `ref` does."""
+    with Index.open(d) as again, Index.open(ref) as r:
+        again.check()
+        assert _verdicts(again.query(probes)) == _verdicts(r.query(probes))
+
+
 def test_background_folds_give_the_same_answers(tmp_path, corpus):
     """Adds, removes and queries, interleaved, on an index that never folds and on one that
     folds in the background all the time: the same verdicts, clusters and query answers."""
@@ -70,9 +77,7 @@ def test_background_folds_give_the_same_answers(tmp_path, corpus):
     finally:
         bg.close()
         plain.close()
-    with Index.open(tmp_path / "bg") as again, Index.open(tmp_path / "plain") as p:  # state from disk
-        again.check()
-        assert _verdicts(again.query(probes)) == _verdicts(p.query(probes))
+    _same_after_reopen(tmp_path / "bg", tmp_path / "plain", probes)  # state from disk
 
 
 def test_removal_while_the_segment_is_built(tmp_path, corpus):
@@ -105,9 +110,7 @@ def test_removal_while_the_segment_is_built(tmp_path, corpus):
         assert all(v["closest"] != victim["id"] for v in before)
         assert _verdicts(ix.add(rest)) == _verdicts(ref.add(rest))
         assert h.cluster_sets(ix.clusters()) == h.cluster_sets(ref.clusters())
-    with Index.open(d) as again, Index.open(tmp_path / "ref") as ref:
-        again.check()
-        assert _verdicts(again.query(probes)) == _verdicts(ref.query(probes))
+    _same_after_reopen(d, tmp_path / "ref", probes)
 
 
 @pytest.mark.parametrize("change", ["compact", "inline fold"])

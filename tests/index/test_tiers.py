@@ -12,7 +12,7 @@ import pytest
 from neardup.index import Index
 from neardup.index import fold
 import ix_helpers as h
-from test_fold import _killed, _level0, _listed, _segments, _verdicts
+from test_fold import _killed, _level0, _listed, _same_after_reopen, _segments, _verdicts
 
 F = fold.MERGE_FACTOR
 
@@ -104,9 +104,7 @@ def test_many_folds_stay_logarithmic_and_give_the_same_answers(tmp_path):
     finally:
         ix.close()
         plain.close()
-    with Index.open(tmp_path / "tiered") as again, Index.open(tmp_path / "plain") as p:
-        again.check()
-        assert _verdicts(again.query(probes)) == _verdicts(p.query(probes))
+    _same_after_reopen(tmp_path / "tiered", tmp_path / "plain", probes)
 
 
 def _index_with_segments(d, docs, sizes):
@@ -154,9 +152,7 @@ def test_removes_while_a_merge_fold_is_built(tmp_path, corpus):
     finally:
         ix.close()
         ref.close()
-    with Index.open(tmp_path / "ix") as again, Index.open(tmp_path / "ref") as r:
-        again.check()
-        assert _verdicts(again.query(probes)) == _verdicts(r.query(probes))
+    _same_after_reopen(tmp_path / "ix", tmp_path / "ref", probes)
 
 
 def test_reader_holding_an_old_snapshot_across_a_merge(tmp_path, corpus):
