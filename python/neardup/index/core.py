@@ -845,8 +845,10 @@ class Index:
         drop frames that were not fsynced: with ``synchronous=NORMAL`` SQLite syncs the WAL
         before it copies frames into the database, and a checkpoint on the checkpoint
         thread's connection (``synchronous=FULL``) does too. No-op in the other modes."""
-        if self.sync != "group":
-            return
+        if self.sync == "group":
+            self._sync_wal()
+
+    def _sync_wal(self) -> None:
         try:
             fd = os.open(os.path.join(self.directory, DB_NAME + "-wal"), os.O_RDONLY)
         except FileNotFoundError:  # the last connection closed: SQLite checkpointed and synced it
@@ -855,6 +857,14 @@ class Index:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _committed_for_good(self) -> None:
+        """Before deleting or overwriting what the last commit made obsolete (replaced segment
+        and text files, a removed text): that commit must survive a power cut first, or the
+        index could come back listing files that are gone. With ``sync="full"`` the commit
+        fsynced the WAL itself; with "normal" and "group" it did not."""
+        if self.sync != "full":
+            self._sync_wal()
 
     def sync_texts(self) -> bool:
         """fsync the text log if small adds' texts wait for it in SQLite (the service's
@@ -1389,6 +1399,7 @@ class Index:
                 conn.execute("ROLLBACK")
             raise
         if scrub and self.config.store_text:
+            self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost
             names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
             for _, _, f, off, ln in rows:
                 if f is not None and ln:
@@ -1459,6 +1470,7 @@ class Index:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            self._committed_for_good()
             self._texts.retire(old_texts if new_text is not None else [])
             for f in old_segs + (old_texts if new_text is not None else []):
                 try:

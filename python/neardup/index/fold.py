@@ -239,6 +239,7 @@ def _retire(ix, names: list[str]) -> None:
     leaves files that the next writer's recovery deletes, as it lists none of them."""
     if not names:
         return
+    ix._committed_for_good()  # the commit that unlisted them, on disk before they go
     ix._segcache.forget(names)
     for f in names:
         _unlink(os.path.join(ix.directory, f))
