@@ -9,7 +9,7 @@ import pytest
 
 from neardup import _core
 from neardup.index.bulk import SMALL, Const, insert_columns
-from neardup.index.store import lookup
+from neardup.index.store import SMALL_QUERY, lookup
 
 
 def _table(conn, name):
@@ -83,6 +83,15 @@ def test_postings_lookup_finds_every_posting(seed):
     tomb = np.unique(d[: len(d) // 2]) if len(d) else np.zeros(0, np.int64)
     qi2, d2 = lookup(arrays, q, tomb)
     assert sorted(zip(qi2.tolist(), d2.tolist())) == [p for p in _naive(arrays, q) if p[1] not in set(tomb.tolist())]
+    # the small path (a single article's few keys, in Rust): the same postings, in order
+    small = q[:SMALL_QUERY]
+    qi3, d3 = lookup(arrays, small, tomb)
+    want = [p for p in _naive(arrays, small) if p[1] not in set(tomb.tolist())]
+    assert sorted(zip(qi3.tolist(), d3.tolist())) == want
+    held = _core.PostingArrays([k for k, _ in arrays], [d for _, d in arrays])
+    assert len(held) == len(arrays)
+    qi4, d4 = lookup(arrays, small, tomb, held)
+    assert (qi4.tolist(), d4.tolist()) == (qi3.tolist(), d3.tolist())
 
 
 def test_postings_lookup_checks_its_arguments():

@@ -514,8 +514,8 @@ class Index:
         arrays = self._arrays(st)
 
         # exact pass: against the archive, then the earlier part of the batch
-        few = self._few_handles(st, arrays) if len(tok_idx) <= store.SMALL_QUERY else None
-        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones, few and few[0]),
+        few = self._few_handles(st, arrays)  # cached per set of segments
+        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones, few[0]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
         arch_exact = np.full(n, -1, np.int64)
         if len(qi):
@@ -537,7 +537,7 @@ class Index:
         ca_i, ca_d = [], []
         for j in range(cfg.bands):
             q = np.ascontiguousarray(bk[rep_rows, j])
-            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones, few and few[j + 1]),
+            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones, few[j + 1]),
                          st.l0.lookup(j, q, st.tombstones))
             ca_i.append(reps[q_])
             ca_d.append(d)

@@ -295,51 +295,30 @@ class L0:
 def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray,
            few=None) -> tuple[np.ndarray, np.ndarray]:
     """All (query index, document) with keys[query] == posting key, over sorted posting arrays.
-    `few`: the same arrays held by the Rust core (``_core.PostingArrays``) for a few queries."""
+    `few`: the same arrays held by the Rust core (``_core.PostingArrays``, the index keeps one
+    per band and set of segments), for the small path; made here when not given."""
     if len(q) == 0 or not any(len(k) for k, _ in arrays):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    q = np.ascontiguousarray(q, dtype=np.uint64)
     if len(q) <= SMALL_QUERY:
+        # a service's single article: one search per key and array (interpolation on the hash
+        # keys), where the merge below sorts the queries and walks every array on threads
         if few is None:
-            return _lookup_few(arrays, q, tomb)
-        qi, d = few.few(np.ascontiguousarray(q, dtype=np.uint64))
-        if len(tomb) and len(d):
-            m = ~np.isin(d, tomb)
-            qi, d = qi[m], d[m]
-        return qi, d
-    # the Rust merge: queries sorted once, each segment walked forward with galloping skips
-    # (numpy.searchsorted per segment cost ~2 s of a 200,000-article day's add on 1M)
-    live = [(k, d) for k, d in arrays if len(k)]
-    qi, d = _core.postings_lookup([k for k, _ in live], [d for _, d in live], np.ascontiguousarray(q, dtype=np.uint64))
+            few = _core.PostingArrays([k for k, _ in arrays], [d for _, d in arrays])
+        qi, d = few.few(q)
+    else:
+        # the Rust merge: queries sorted once, each segment walked forward with galloping skips
+        # (numpy.searchsorted per segment cost ~2 s of a 200,000-article day's add on 1M)
+        live = [(k, d) for k, d in arrays if len(k)]
+        qi, d = _core.postings_lookup([k for k, _ in live], [d for _, d in live], q)
     if len(tomb) and len(d):
         m = ~np.isin(d, tomb)
         qi, d = qi[m], d[m]
     return qi, d
 
 
-#: queries of at most this many keys (the service's single articles) take the scalar path: one
-#: binary search per array and a Python check of the (usually missing) hit costs a few
-#: microseconds, where the vectorised path's dozen numpy calls cost ~25 (x bands x segments)
+#: queries of at most this many keys (the service's single articles) take the small path
 SMALL_QUERY = 4
-
-
-def _lookup_few(arrays, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    qi: list[int] = []
-    ds: list[int] = []
-    ql = q.tolist()
-    for keys, docs in arrays:
-        n = len(keys)
-        if n == 0:
-            continue
-        for i, lo in enumerate(keys.searchsorted(q).tolist()):
-            if lo < n and int(keys[lo]) == ql[i]:
-                hi = int(keys.searchsorted(q[i : i + 1], "right")[0])
-                qi.extend([i] * (hi - lo))
-                ds.extend(docs[lo:hi].tolist())
-    qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
-    if len(tomb) and len(d_a):
-        m = ~np.isin(d_a, tomb)
-        qi_a, d_a = qi_a[m], d_a[m]
-    return qi_a, d_a
 
 
 class TextLog:
