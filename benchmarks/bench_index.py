@@ -248,10 +248,13 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
     try:
         for _ in range(600):
             try:
-                if httpx.get(url + "/v1/health", timeout=1).status_code == 200:
+                h = httpx.get(url + "/v1/health", timeout=1)
+                if h.status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
+        # --writer process: the index lives in the writer's process; resident memory is both's
+        pids = {srv.pid, h.json()["writer"]["pid"]}
         # warm: loads and checks every segment
         httpx.post(url + "/v1/documents?dry_run=true", json={"id": "warm", "text": "warm up text for the server"},
                    timeout=120)
@@ -262,10 +265,10 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
                                capture_output=True, text=True, check=True)
             start += int(rate * duration)
             row = json.loads(r.stdout)
-            rss = int(open(f"/proc/{srv.pid}/statm").read().split()[1]) * 4096
-            row["server_rss_bytes"] = rss
+            row["server_rss_bytes"] = sum(int(open(f"/proc/{p}/statm").read().split()[1]) * 4096 for p in pids)
             row["sync"] = sync
-            print(f"  sync={sync} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
+            row["serve_args"] = list(serve_args)
+            print(f"  sync={sync} {' '.join(serve_args)} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
                   f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}", flush=True)
             res.append(row)
             if row["p99_ms"] > 200:
@@ -292,6 +295,9 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
+    ap.add_argument("--writers", default="process",
+                    help="neardup serve --writer kinds to load-test, e.g. process,thread (each with each --sync; "
+                         "results keyed 'full', 'normal' for process, 'full/thread', ... for the others)")
     ap.add_argument("--cold", action="store_true",
                     help="drop the page cache (needs root) before each timed day's add: the archive's files, "
                          "texts and the day's file are then read from disk")
@@ -372,15 +378,17 @@ def main() -> None:
         # each run takes the next day articles (OUT/load-next-start): with --keep, a run that
         # reused earlier runs' articles would post exact copies of them (every "new story" a
         # duplicate, clusters growing run after run) instead of the intended mix
-        start = _next_start(a.out, a.day, int(sum(rates) * a.duration) * len(a.sync.split(",")))
-        for sync in a.sync.split(","):
+        modes = [(sync, w) for sync in a.sync.split(",") for w in a.writers.split(",")]
+        start = _next_start(a.out, a.day, int(sum(rates) * a.duration) * len(modes))
+        for sync, w in modes:
             if not a.cold_texts:
                 warm_recent_texts(d, a.day / (a.archive + a.day))
-            lt = load_test(d, day, rates, a.duration, sync, start)
+            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w))
             start += int(sum(rates) * a.duration)
-            res["load"][sync] = lt
+            key = sync if w == "process" else f"{sync}/{w}"
+            res["load"][key] = lt
             held = [x["rate"] for x in lt if x["p99_ms"] <= 50 and x["errors"] == 0]
-            res["highest_rate_p99_le_50ms"][sync] = max(held) if held else None
+            res["highest_rate_p99_le_50ms"][key] = max(held) if held else None
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=2)
     print(f"wrote {os.path.join(a.out, 'results.json')}")

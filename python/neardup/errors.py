@@ -36,6 +36,9 @@ class InvalidInputError(NeardupError, ValueError):
         super().__init__(message)
         self.index = index
 
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (str(self), self.index))
+
 
 class InputTypeError(NeardupError, TypeError):
     """An input item has the wrong type (``None`` or ``bytes`` where ``str`` was expected).
@@ -46,6 +49,9 @@ class InputTypeError(NeardupError, TypeError):
     def __init__(self, message: str, index: int | None = None) -> None:
         super().__init__(message)
         self.index = index
+
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (str(self), self.index))
 
 
 class InternalError(NeardupError, RuntimeError):

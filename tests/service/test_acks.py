@@ -6,7 +6,7 @@ import sqlite3
 import threading
 
 from neardup.index import Index
-from neardup.service.app import FIELDS
+from neardup.service.writer import FIELDS
 from neardup.service.writer import GroupWriter
 
 

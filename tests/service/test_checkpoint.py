@@ -4,7 +4,7 @@ import os
 import time
 
 from neardup.index import Index
-from neardup.service.app import FIELDS
+from neardup.service.writer import FIELDS
 from neardup.service.writer import GroupWriter
 
 

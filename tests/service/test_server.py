@@ -72,3 +72,21 @@ def test_real_server_reads_during_batch_and_concurrent_writes(server):
     # the batch was never visible in part: every count seen is singles so far, plus 0 or all of the batch
     assert all(n <= len(singles) or n - len(batch) <= len(singles) for n in seen)
     assert all(n < len(batch) or n >= len(batch) for n in seen)
+
+
+def test_real_server_writer_in_its_own_process_survives_its_death(server, rain):
+    import os
+    import signal
+
+    with httpx.Client(base_url=server.url, timeout=60) as c:
+        w = c.get("/v1/health").json()["writer"]
+        assert w["kind"] == "process" and w["pid"] != server.proc.pid
+        assert c.post("/v1/documents", json={"documents": rain[:3]}).status_code == 200
+        os.kill(w["pid"], signal.SIGKILL)  # out of memory, a crash: the HTTP side stays up
+        time.sleep(0.5)
+        assert c.get("/v1/documents/" + rain[0]["id"]).status_code == 200  # reads never needed it
+        r = c.post("/v1/documents", json={"documents": rain[3:]})  # a new writer process
+        assert r.status_code == 200, r.text
+        assert c.get("/v1/health").json()["writer"]["pid"] not in (w["pid"], None)
+        assert c.get("/v1/stats").json()["documents"] == len(rain)
+        assert c.post("/v1/documents", json=rain[0]).status_code == 409

@@ -117,6 +117,10 @@ def register(sub) -> None:
     p.add_argument("--sync", choices=["full", "normal"], default="full",
                    help="full (default): every commit fsynced, survives a power cut; normal: not fsynced "
                         "per commit (survives a crash of the process, may lose the last adds on a power cut)")
+    p.add_argument("--writer", choices=["process", "thread"], default="process",
+                   help="process (default): adds, dry runs and removes run in a process of their own, "
+                        "with their own core and Python interpreter lock; thread: in a thread of the "
+                        "server's process (one process, the HTTP side and the writer share the lock)")
     p.add_argument("--fold", choices=["background", "inline"], default="background",
                    help="background (default): level 0 is folded into a segment by a thread of its own, off "
                         "the requests' path; inline: inside the add that fills it, as `index add` does (one "
@@ -356,7 +360,7 @@ def _serve(a) -> int:
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
                  threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,
-                 l0_fold_at=a.l0_fold_at)
+                 l0_fold_at=a.l0_fold_at, writer=a.writer)
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,

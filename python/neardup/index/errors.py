@@ -46,6 +46,9 @@ class FileGoneError(IndexCorruptError):
         super().__init__(message)
         self.file = file
 
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (str(self), self.file))
+
 
 class IndexConfigError(IndexError_, InvalidParameterError):
     """The index was built with other settings (method, k, num_perm, seed, scheme, bands, ...)
@@ -58,6 +61,9 @@ class DuplicateIdError(IndexError_, ValueError):
     def __init__(self, message: str, ids: list[str]) -> None:
         super().__init__(message)
         self.ids = ids
+
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (str(self), self.ids))
 
 
 class DocumentNotFoundError(IndexError_, KeyError):

@@ -20,6 +20,9 @@ class RecordError(NeardupError, ValueError):
         what = f"field {field!r}: {reason}" if field else reason
         super().__init__(f"{where}: {what}")
 
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (self.path, self.line, self.reason, self.field))
+
     def as_dict(self) -> dict:
         return {"file": self.path, "line": self.line, "field": self.field, "reason": self.reason}
 

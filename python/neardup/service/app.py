@@ -1,13 +1,14 @@
 """``neardup serve``: the index over HTTP (FastAPI on uvicorn), and a web page for a person.
 
-Writes (POST without dry_run, DELETE) are serialised by the index's writer lock; reads run
-concurrently on their own SQLite connections (WAL), so they are answered while a batch is
-being added. Every error is a JSON body ``{"error": {"status", "code", "message", ...}}``.
+Writes (POST, DELETE) go to one writer: a process of its own (worker.py, the default of
+``neardup serve``) or a thread of this one (writer.py; ``create_app`` on an open index). The
+writer groups concurrent POSTs into one commit. Reads (GET) run here on their own SQLite
+connections (WAL), so they are answered while a batch is being added. Every error is a JSON
+body ``{"error": {"status", "code", "message", ...}}``.
 """
 from __future__ import annotations
 
 import asyncio
-import gc
 import math
 
 import orjson
@@ -20,21 +21,17 @@ from fastapi import FastAPI, Query, Request
 from fastapi import Path as FPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
-from starlette.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
-from neardup.io.records import Fields
+from neardup.service.worker import WriterGoneError, WriterProcess
+from neardup.service.writer import FIELDS, GroupWriter, quiet_gc
 
 __all__ = ["create_app", "serve"]
-
-# The title is kept with the article but not compared: the guide compares article bodies, and a
-# changed headline must not hide a copy.
-FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="source")
 
 
 # ---------------------------------------------------------------------------- models
@@ -55,6 +52,15 @@ class DocumentIn(BaseModel):
         default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
     source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
     fields: dict[str, Any] | None = Field(default=None, description="anything else to keep with the article")
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _integral_number(cls, v):
+        """JSON Schema's "integer" is any number with no fraction (600.0 included): such an id is
+        the integer 600, as the schema promises. A fraction (600.5) stays a float and is refused."""
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        return v
 
 
 class BatchIn(BaseModel):
@@ -142,7 +148,7 @@ class DocumentOut(BaseModel):
     text: str | None = None
 
 
-ERR = {s: {"model": ErrorOut} for s in (400, 404, 409, 413, 422, 500)}
+ERR = {s: {"model": ErrorOut} for s in (400, 404, 409, 413, 422, 500, 503)}
 
 
 def _err(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
@@ -155,10 +161,14 @@ def _finite(x):
 
 
 # ---------------------------------------------------------------------------- app
-def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000) -> FastAPI:
+def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000,
+               writer: GroupWriter | WriterProcess | None = None) -> FastAPI:
     """The FastAPI application over `index` (an open :class:`Index` or a directory; a directory is
-    opened with background folds of level 0, as ``neardup serve`` does)."""
+    opened with background folds of level 0, as ``neardup serve`` does). Writes go to `writer`:
+    by default a :class:`GroupWriter` thread on `index`; ``neardup serve`` passes a
+    :class:`WriterProcess` on the same directory (then `index` is only read here)."""
     idx = index if isinstance(index, Index) else Index.open(index, background_fold=True)
+    writer = writer if writer is not None else GroupWriter(idx, FIELDS)
     started = time.time()
     @asynccontextmanager
     async def lifespan(_app):
@@ -171,11 +181,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         "Near-duplicate detection for a news feed: post articles, get a verdict for each "
         "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."))
     app.state.index = idx
+    app.state.writer = writer
     app.state.max_body = max_body
-    from neardup.service.writer import GroupWriter
-
-    writer = GroupWriter(idx, FIELDS)
-    writes = writer.lock
 
     app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
 
@@ -238,9 +245,11 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             recs.append(r)
         try:
             if dry_run:
-                vs = await run_in_threadpool(idx.add, recs, fields=FIELDS, dry_run=True)
+                vs = await asyncio.wrap_future(writer.dry_run(recs))
             else:
                 vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
+        except WriterGoneError as exc:
+            return _err(503, "writer_unavailable", str(exc))
         except DuplicateIdError as exc:
             return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
         except RecordError as exc:
@@ -249,7 +258,9 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
                         {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
         except IndexCorruptError as exc:
             return _err(500, "index_corrupt", str(exc))
-        out = {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": [v.as_dict() for v in vs]}
+        # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
+        results = [v if isinstance(v, dict) else v.as_dict() for v in vs]
+        out = {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": results}
         return _json(out)
 
     @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
@@ -264,13 +275,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return d
 
     @app.delete("/v1/documents/{doc_id}", responses=ERR, summary="Remove an article (its cluster may split)")
-    def delete_document(doc_id: str) -> dict:
-        try:
-            with writes:
-                n = idx.remove([doc_id])
-                idx.make_durable()  # sync="group" (--sync full): durable before the answer
+    async def delete_document(doc_id: str) -> dict:
+        try:  # durable (--sync full too) before the answer
+            n = await asyncio.wrap_future(writer.remove(doc_id))
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
+        except WriterGoneError as exc:
+            return _err(503, "writer_unavailable", str(exc))
         return {"removed": n, "id": doc_id}
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
@@ -299,7 +310,9 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.get("/v1/health", summary="Liveness")
     async def health() -> dict:
-        return {"status": "ok", "uptime_seconds": round(time.time() - started, 3)}
+        proc = isinstance(writer, WriterProcess)
+        return {"status": "ok", "uptime_seconds": round(time.time() - started, 3),
+                "writer": {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid()}}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -374,22 +387,13 @@ def _jsonable(x):
     return json.loads(json.dumps(x, default=str))
 
 
-def _quiet_gc() -> None:
-    """Keep the cyclic GC from stalling requests (measured: single 50-150 ms pauses in the
-    p99 of a 200/s load). The loaded index (segment metadata, level 0's map, FastAPI's routes
-    and models) is frozen: later collections do not walk it again. The first generation's
-    threshold is raised so young collections come ~7x less often; the service's per-request
-    garbage is acyclic and freed by reference counting anyway."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(5000, 20, 100)
-
-
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
           max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
           sync: str = "full", fold: str = "background", l0_max: int | None = None,
-          l0_fold_at: int | None = None) -> int:
-    """`fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
+          l0_fold_at: int | None = None, writer: str = "process") -> int:
+    """`writer`: "process" (default) adds, dry runs and removes in a process of its own
+    (worker.py: its own GIL and core); "thread": in a thread of this process.
+    `fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
     requests' path (index/fold.py); "inline" folds it inside the add that fills it, as the CLI's
     adds do (a ~400 ms request every 50,000 articles). `l0_max` / `l0_fold_at` override the
     index's stored tuning for this process."""
@@ -397,20 +401,35 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
 
     if fold not in ("background", "inline"):
         raise InvalidParameterError(f"fold must be 'background' or 'inline', got {fold!r}")
+    if writer not in ("process", "thread"):
+        raise InvalidParameterError(f"writer must be 'process' or 'thread', got {writer!r}")
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
     # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
     # by a thread of its own while the writer goes on (sync="group", writer.Acks)
-    idx = Index.open(directory, threads=threads, sync="group" if sync == "full" else sync,
-                     background_fold=fold == "background", l0_max=l0_max,
-                     l0_fold_at=l0_fold_at)
-    idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
-    app = create_app(idx, max_body=max_body, max_batch=max_batch)
-    idx.query([{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}])
-    _quiet_gc()
+    open_kw = dict(threads=threads, sync="group" if sync == "full" else sync,
+                   background_fold=fold == "background", l0_max=l0_max, l0_fold_at=l0_fold_at)
+    if writer == "process":
+        # it takes the writer lock (a clear error if another process holds it) and loads the index
+        writes = WriterProcess(directory, open_kw)
+        try:
+            idx = Index.open(directory, threads=threads)  # reads only, here
+        except BaseException:
+            writes.close()
+            raise
+    else:
+        idx = Index.open(directory, **open_kw)
+        idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
+        idx.query([{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}])
+        writes = GroupWriter(idx, FIELDS)
+    app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes)
+    quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+        # a request still waiting after 30 s of shutdown is cut off (the index stays consistent)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
+                    timeout_graceful_shutdown=30)
     finally:
+        writes.close()
         idx.close()
     return 0

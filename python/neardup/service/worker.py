@@ -1,0 +1,257 @@
+"""The service's writer in a process of its own (``neardup serve --writer process``, the default).
+
+Why a process: with the writer in a thread, the HTTP event loop and the writer share one GIL.
+At 200 single-article POSTs/s the writer planned and committed ~2.5 ms of Python per article
+and the event loop parsed and answered ~1.3 ms per request; each waited for the other (measured:
+the writer's wall time 28% over its CPU time), and that wait was in every request's latency.
+In a process of its own the writer has a GIL and a core to itself.
+
+Shape: the server process (the front) keeps an :class:`Index` opened for reading (GET
+documents and clusters, stats, the web page: SQLite readers in WAL mode see every commit). The
+writer process opens the index for writing (it holds the writer lock), runs the same
+:class:`GroupWriter` (group commit, ``Acks``, ``Checkpointer``, background folds) and answers
+adds, dry runs (they need level 0's postings, which live in the writer) and removes. Requests
+and answers go over a pipe as ``(kind, request id, payload)``; verdicts come back as dicts,
+errors as the same exception classes (they pickle whole).
+
+If the writer process dies (killed, out of memory), the index is consistent (an add is all or
+nothing), the requests waiting for it get :class:`WriterGoneError` (HTTP 503: their outcome
+is unknown; a retry of an add that did go in gets 409), and the next write starts a new
+writer process.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+
+from neardup.errors import InternalError, NeardupError
+
+__all__ = ["WriterProcess", "WriterGoneError"]
+
+#: how long the front waits for a new writer process to open the index and load its segments
+START_TIMEOUT = 600.0
+
+
+class WriterGoneError(NeardupError, RuntimeError):
+    """The writer process exited while a request waited for it: the request's outcome is unknown
+    (an add may have been committed). The next write starts a new writer process."""
+
+
+class WriterProcess:
+    """The front's handle on the writer process: ``submit`` (add, group-committed with the
+    requests waiting beside it), ``dry_run`` and ``remove`` return futures, as
+    :class:`GroupWriter`'s do. `open_kw` are :meth:`Index.open`'s keyword arguments for the
+    writer (threads, sync, background_fold, l0_max, l0_fold_at)."""
+
+    def __init__(self, directory: str, open_kw: dict | None = None) -> None:
+        self.directory = directory
+        self.open_kw = dict(open_kw or {})
+        self._lock = threading.Lock()  # (re)start and send, one at a time
+        self._ids = itertools.count()
+        self._conn = None
+        self._proc = None
+        self._waiting: dict[int, Future] = {}  # of the current process
+        self._start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    # ------------------------------------------------------------------ requests
+    def submit(self, records: list[dict]) -> Future:
+        return self._call("add", records)
+
+    def dry_run(self, records: list[dict]) -> Future:
+        return self._call("dry", records)
+
+    def remove(self, doc_id) -> Future:
+        return self._call("remove", doc_id)
+
+    def _call(self, kind: str, payload) -> Future:
+        fut: Future = Future()
+        with self._lock:
+            if self._conn is None:  # the last one died: a new one (it opens the index, recovers)
+                try:
+                    self._start()
+                except BaseException as exc:  # noqa: BLE001 - reported to this request
+                    fut.set_exception(exc if isinstance(exc, NeardupError)
+                                      else WriterGoneError(f"cannot start the writer process: {exc}"))
+                    return fut
+            rid = next(self._ids)
+            self._waiting[rid] = fut
+            try:
+                self._conn.send((kind, rid, payload))
+            except (OSError, ValueError) as exc:  # the pipe broke: the answers thread sees it too
+                self._waiting.pop(rid, None)
+                fut.set_exception(WriterGoneError(f"cannot reach the writer process: {exc}"))
+        return fut
+
+    # ------------------------------------------------------------------ process
+    def _start(self) -> None:
+        """Start the writer process and wait until it holds the writer lock and has loaded the
+        index; its error (index locked, corrupt, ...) is raised here, as the same class.
+
+        A fresh interpreter (``python -m neardup.service.worker``) on one end of a socket pair,
+        not multiprocessing's fork (this process has threads) or spawn (it re-imports the
+        caller's main module: a script calling ``serve()`` without a main guard would run
+        again)."""
+        mine, theirs = socket.socketpair()
+        with mine, theirs:
+            proc = subprocess.Popen([sys.executable, "-m", "neardup.service.worker", str(theirs.fileno())],
+                                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+            front = Connection(mine.detach())
+        try:
+            front.send((self.directory, self.open_kw))
+            if not front.poll(START_TIMEOUT):
+                raise WriterGoneError(f"the writer process did not open {self.directory} in {START_TIMEOUT:.0f} s")
+            kind, value = front.recv()
+        except (EOFError, OSError):
+            front.close()
+            proc.wait(10)
+            raise WriterGoneError(f"the writer process exited while opening the index (exit code {proc.returncode})")
+        except BaseException:
+            front.close()
+            proc.kill()
+            proc.wait(10)
+            raise
+        if kind != "ready":
+            front.close()
+            proc.wait(30)
+            raise value
+        waiting: dict[int, Future] = {}
+        self._conn, self._proc, self._waiting = front, proc, waiting
+        threading.Thread(target=self._answers, args=(front, proc, waiting), name="neardup-writer-answers",
+                         daemon=True).start()
+
+    def _answers(self, conn, proc, waiting: dict[int, Future]) -> None:
+        """Hand each answer to its request's future; when the process has gone, fail the rest."""
+        while True:
+            try:
+                rid, ok, value = conn.recv()
+            except (EOFError, OSError):
+                break
+            fut = waiting.pop(rid, None)
+            if fut is None:
+                continue
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - its pipe closed, it is on its way out
+            pass
+        with self._lock:
+            if self._conn is conn:
+                self._conn = None
+            left = list(waiting.values())
+            waiting.clear()
+        for fut in left:
+            fut.set_exception(WriterGoneError(
+                f"the writer process exited (exit code {proc.returncode}) before answering; whether this "
+                "request's write went in is unknown (an add that did answers 409 when retried)"))
+
+    def close(self) -> None:
+        """Stop the writer process: it finishes the requests it has, then closes the index."""
+        with self._lock:
+            conn, proc, self._conn = self._conn, self._proc, None
+        if conn is None:
+            return
+        try:
+            conn.send(("stop", -1, None))
+        except OSError:  # pragma: no cover - already gone
+            pass
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:  # pragma: no cover - a stuck writer: the index stays consistent
+            proc.kill()
+            proc.wait(10)
+        conn.close()
+
+
+# ---------------------------------------------------------------------- the writer process
+WARM_UP = [{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}]
+
+
+def serve_writes(conn: Connection) -> None:
+    """The writer process's main: open the index for writing, then answer requests until the
+    front says stop or goes away (its end of the pipe closes)."""
+    from neardup.index import Index
+    from neardup.service.writer import FIELDS, GroupWriter, quiet_gc
+
+    try:
+        directory, open_kw = conn.recv()
+        idx = Index.open(directory, **open_kw)
+        idx._writer()  # the writer lock: a clear error now if another process holds it
+        idx.query(WARM_UP)  # load every segment before the first request
+        writer = GroupWriter(idx, FIELDS)
+    except BaseException as exc:  # noqa: BLE001 - sent to the front, which raises it
+        conn.send(("failed", portable(exc)))
+        return
+    quiet_gc()
+    conn.send(("ready", os.getpid()))
+    sending = threading.Lock()  # answers come from the writer, acks and dry-run threads
+
+    def answer(rid: int, fut: Future) -> None:
+        # every request gets an answer, whatever goes wrong here (a request left unanswered
+        # would hold its HTTP connection, and the server's shutdown, forever)
+        try:
+            exc = fut.exception()
+            if exc is None:
+                res = fut.result()  # verdicts (a lazy sequence: built here, in this process) or a count
+                msg = (rid, True, res if isinstance(res, int) else [v.as_dict() for v in res])
+            else:
+                msg = (rid, False, portable(exc))
+        except BaseException as exc:  # noqa: BLE001
+            msg = (rid, False, portable(exc))
+        with sending:
+            try:
+                conn.send(msg)
+            except OSError:  # the front has gone: nobody waits for this answer
+                pass
+
+    try:
+        while True:
+            try:
+                kind, rid, payload = conn.recv()
+            except (EOFError, OSError):
+                break
+            if kind == "stop":
+                break
+            if kind == "add":
+                fut = writer.submit(payload)
+            elif kind == "dry":
+                fut = writer.dry_run(payload)
+            elif kind == "remove":
+                fut = writer.remove(payload)
+            else:  # pragma: no cover - a bug in the front
+                fut = Future()
+                fut.set_exception(InternalError(f"unknown request kind {kind!r}"))
+            fut.add_done_callback(lambda f, rid=rid: answer(rid, f))
+    finally:
+        writer.close()  # finishes what was submitted, answers it
+        idx.close()
+
+
+def portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling whole, else an InternalError naming it (a bug to report)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001
+        return InternalError(f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    # Ctrl-C in a terminal reaches the whole process group: the front stops this process in
+    # order (it finishes what it was given); on its own it would stop mid-request
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve_writes(Connection(int(sys.argv[1])))
