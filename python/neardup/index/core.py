@@ -1273,6 +1273,19 @@ class Index:
                 nst = State(gen, st.bands, st.segments, st.l0, st.tombstones)
             self._state = nst
 
+    def _after_remove(self, st: State | None, gen: int, removed: list[int]) -> None:
+        """After this process's own remove: the same segments and level 0, more tombstones. Not
+        reloaded from SQLite: that read all of level 0 again (0.9 s at 48,500 documents) in the
+        request after every DELETE. The removed documents stay in level 0's map (as after a
+        fold that raced a remove, fold.py); the tombstones keep them out of every lookup."""
+        with self._state_lock:
+            if st is None or self._state is not st or st.generation != gen - 1:
+                self._state = None
+                return
+            st.l0.docs.difference_update(removed)
+            tomb = np.union1d(st.tombstones, np.asarray(removed, np.int64))
+            self._state = State(gen, st.bands, st.segments, st.l0, tomb)
+
     def fold(self) -> bool:
         """Fold level 0 into a new segment now, building the segment without holding the writer
         lock (adds from other threads go on meanwhile) and committing it in one short
@@ -1308,6 +1321,7 @@ class Index:
     def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
         now = time.time()
         dl = docs
+        before = self._state  # advanced after the commit, not reloaded (_after_remove)
         rows = []
         for s in range(0, len(dl), 30000):
             chunk = dl[s : s + 30000]
@@ -1392,12 +1406,13 @@ class Index:
             conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
             conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
                          (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
-            self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1)
+            gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._after_remove(before, gen, dl)
         if scrub and self.config.store_text:
             self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost
             names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
