@@ -61,7 +61,8 @@ __all__ = ["BACKSTOP", "MERGE_FACTOR", "Prepared", "prepare", "commit", "abandon
 
 #: with background folding an add still folds level 0 inline (in its own transaction) when level
 #: 0 would exceed BACKSTOP x l0_max: background folds that fail or cannot keep up must not let
-#: level 0 (an in-memory map, reloaded whole after a remove) grow without bound
+#: level 0 (an in-memory map, read whole from SQLite when another process has written) grow
+#: without bound
 BACKSTOP = 2
 
 #: entries of a replaced level-0 map freed per slice (~0.2 ms holding the GIL), and the pause
