@@ -16,6 +16,13 @@ copy; when a block widens it, the file so far is closed as a part and a new part
 at the end the parts are read back block by block and written once more under the final
 schema. A schema only widens (fields added, types moved towards string), so there are at most
 about two parts per field.
+
+Both engines write kept.parquet with :func:`write_kept`, so its columns, their order, their
+types and the text of a clashing value are the same for the same input: the types are inferred
+a block of ``BLOCK`` records at a time, and a value that clashes within its block is written
+as its JSON text (3.0 -> "3.0") while one written before the column became a string is cast by
+Arrow (3.0 -> "3"), so the blocks must be the same records in both engines — one writer over
+the kept records in input order, not a writer per Spark partition.
 """
 from __future__ import annotations
 
@@ -25,7 +32,10 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ParquetRecords", "table_of"]
+__all__ = ["BLOCK", "ParquetRecords", "table_of", "write_kept"]
+
+#: Records per block handed to :class:`ParquetRecords` by :func:`write_kept`.
+BLOCK = 8192
 
 
 def _json_text(v) -> str | None:
@@ -149,3 +159,30 @@ class ParquetRecords:
                     os.unlink(part)
                 except OSError:  # pragma: no cover
                     pass
+
+
+def write_kept(path: str, records) -> None:
+    """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
+    over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
+    (a dict, changed in place) gets ``"alternates"`` as strings (a field of that name keeps
+    its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
+    Spark engine both write kept.parquet here."""
+    from neardup.io.writers import atomic_path
+
+    with atomic_path(path) as tmp:
+        out = ParquetRecords(tmp)
+        try:
+            rows: list[dict] = []
+            for obj, alts in records:
+                obj["alternates"] = [str(a) for a in alts]
+                rows.append(obj)
+                if len(rows) >= BLOCK:
+                    out.write(rows)
+                    rows.clear()
+            out.write(rows)
+            out.close()
+        except BaseException:
+            out.abort()
+            raise
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
