@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from neardup.io.readers import JsonlSource
-from neardup.io.writers import atomic_open, atomic_path, dumps, ensure_output_dir, write_jsonl
+from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
 
 __all__ = ["Alternates", "write_outputs"]
 
