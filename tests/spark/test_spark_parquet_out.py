@@ -124,3 +124,19 @@ def test_no_kept_records_is_the_local_engines_empty_file(spark, tmp_path):
     lt, st = _read(tmp_path / "local" / "kept.parquet"), _read(tmp_path / "spark" / "kept.parquet")
     assert lt.schema == st.schema == pa.schema([("alternates", pa.list_(pa.string()))])
     assert lt.num_rows == st.num_rows == 0
+
+
+def test_kept_line_kernel_parses_lines_as_the_local_engine():
+    """The executor side: str (text files) and bytes (.jsonl.zst) lines parse to the local
+    engine's dicts, blank lines (not records) are dropped, missing alternates are empty."""
+    import pickle
+
+    from neardup.engines.spark.outputs import _ALTS, _kept_lines_records
+
+    t = pa.table({"value": pa.array(['{"id": "a", "n": 1.0}', "  ", None, '{"id": "b", "alternates": 3}']),
+                  _ALTS: pa.array([["x"], None, None, None], pa.list_(pa.string()))})
+    got = [pickle.loads(x) for x in _kept_lines_records(t).column("rec").to_pylist()]
+    assert got == [({"id": "a", "n": 1.0}, ["x"]), ({"id": "b", "alternates": 3}, [])]
+    tb = pa.table({"value": pa.array([b'{"id": "c", "t": "caf\xc3\xa9"}', b"\t"], pa.binary()),
+                   _ALTS: pa.array([None, None], pa.list_(pa.string()))})
+    assert [pickle.loads(x) for x in _kept_lines_records(tb).column("rec").to_pylist()] == [({"id": "c", "t": "café"}, [])]
