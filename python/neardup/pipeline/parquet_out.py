@@ -10,6 +10,8 @@ appearance; missing values are null); a field's type is the common type of its v
 Arrow has one (``int64`` and ``double`` give ``double``, null gives way to anything), and a
 string otherwise: strings stay as they are, lists and objects become their JSON text, and a
 column already written with another type is cast to text by Arrow (a double 3.0 reads "3").
+A bool among numbers is a clash (pyarrow alone would make [1.5, True] doubles), and so is an
+empty object where no object of the block has a field (Parquet has no struct of no fields).
 
 Blocks are written as they come. While the schema stays the same there is one file and no
 copy; when a block widens it, the file so far is closed as a part and a new part starts, and
@@ -44,11 +46,35 @@ def _json_text(v) -> str | None:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _writable(t: pa.DataType) -> bool:
+    """Parquet cannot store a struct with no fields (the type of ``{}``)."""
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_writable(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _writable(t.value_type)
+    return True
+
+
+def _bool_as_number(values: list, t: pa.DataType) -> bool:
+    """Whether a bool sits where `t` has a number: pyarrow infers [1.5, True] as doubles
+    (True -> 1.0) but [True, 1.5] as a clash, and two blocks of them as a clash too."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return any(isinstance(v, bool) for v in values)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _bool_as_number([x for v in values if isinstance(v, list) for x in v], t.value_type)
+    if pa.types.is_struct(t):
+        return any(_bool_as_number([v.get(f.name) for v in values if isinstance(v, dict)], f.type) for f in t)
+    return False
+
+
 def _column(values: list) -> pa.Array:
     try:
-        return pa.array(values)
+        arr = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: their JSON text
+        arr = None
+    if arr is None or not _writable(arr.type) or _bool_as_number(values, arr.type):
         return pa.array([_json_text(v) for v in values], pa.string())
+    return arr
 
 
 def table_of(rows: list[dict]) -> pa.Table:
@@ -88,7 +114,10 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
             try:
                 col = col.cast(f.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-                col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+                if f.type == pa.string():  # lists and objects: their JSON text
+                    col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+                else:  # a widening cast Arrow calls unsafe: an int64 past 2**53 to double, rounded
+                    col = col.cast(f.type, safe=False)
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema)
 
