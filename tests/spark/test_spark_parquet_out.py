@@ -19,7 +19,8 @@ def _shaped(docs: list[dict]) -> list[dict]:
     """The corpus with fields that come and go and a field whose type clashes: ``views`` is an
     integer, a float and a string in different records; ``meta`` an object in some, absent in
     others; ``tags`` a list; ``note`` null wherever it appears; one record has its own
-    ``alternates`` (replaced by the run's, in its place)."""
+    ``alternates`` (replaced by the run's, in its place); ``extra`` an empty object; ``flag`` a
+    float or a bool."""
     out = []
     for i, d in enumerate(docs):
         d = dict(d)
@@ -37,6 +38,10 @@ def _shaped(docs: list[dict]) -> list[dict]:
             d["tags"] = ["a", str(i)]
         if i % 9 == 0:
             d["note"] = None
+        if i % 13 == 0:
+            d["extra"] = {}  # an empty object: no struct of no fields in Parquet, so its JSON text
+        if i % 6 == 0:
+            d["flag"] = 0.5 if i % 12 else True  # a bool among numbers: a clash, not 1.0
         if i == 13:
             d["alternates"] = ["its own"]
         out.append(d)
@@ -94,8 +99,8 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
     # the inputs really disagree: a late field, a clash made a string, a nested object and list
     # (in order of first appearance: the JSONL fields, then the CSV's region, the Parquet's rank)
     assert lt.column_names == ["id", "text", "published_at", "source", "original_id", "copy_kind", "views", "meta",
-                               "tags", "note", "alternates", "region", "rank"]
-    assert lt.schema.field("views").type == pa.string()
+                               "tags", "note", "extra", "flag", "alternates", "region", "rank"]
+    assert lt.schema.field("views").type == lt.schema.field("flag").type == lt.schema.field("extra").type == pa.string()
     assert lt.schema.field("note").type == pa.null()
     assert pa.types.is_struct(lt.schema.field("meta").type)
     assert st.schema == lt.schema  # names, order, types (and Arrow's schema metadata)
@@ -106,6 +111,7 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
     assert any(r["alternates"] for r in rows)
     assert not any(r["alternates"] == ["its own"] for r in rows)  # the record's own field is replaced
     # the clashing field's text: an integer, a float, an integral float and a string in one column
+    assert {r["flag"] for r in rows} == {None, "0.5", "true"} and {r["extra"] for r in rows} == {None, "{}"}
     views = {r["views"] for r in rows if r["views"] is not None}
     assert any(v.endswith(".5") for v in views) and any(v.endswith(" views") for v in views)
     # one block: every float is its JSON text; small blocks: the early ones were cast by Arrow
