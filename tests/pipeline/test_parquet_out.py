@@ -64,3 +64,50 @@ def test_dedup_writes_csv_and_jsonl_records_with_disagreeing_types(tmp_path):
     assert t.column_names == ["id", "text", "views", "alternates", "lang"]
     assert [(r["id"], r["views"], r["lang"]) for r in t.to_pylist()] == [("c", "12", None), ("e", "5", None),
                                                                         ("a", "10", "en")]
+
+
+def test_an_empty_object_is_its_json_text(tmp_path):
+    """Parquet cannot store a struct with no fields: a block whose only objects for a field are
+    ``{}`` stopped the run ("Cannot write struct type ... with no child field")."""
+    t = _write(tmp_path, [[{"id": "a", "m": {}}], [{"id": "b", "m": {"k": 1}}]])
+    assert t.schema.field("m").type == pa.string()
+    assert [r["m"] for r in t.to_pylist()] == ["{}", '{"k":1}']
+    (tmp_path / "out.parquet").unlink()
+    t = _write(tmp_path, [[{"id": "a", "m": {}, "l": [{}]}, {"id": "b", "m": {"k": 1}}]])  # {} with a key: a struct
+    assert t.schema.field("m").type == pa.struct([("k", pa.int64())])
+    assert t.schema.field("l").type == pa.string()
+    assert [(r["m"], r["l"]) for r in t.to_pylist()] == [({"k": None}, "[{}]"), ({"k": 1}, None)]
+
+
+def test_dedup_parquet_with_empty_objects(tmp_path):
+    jl = tmp_path / "in.jsonl"
+    jl.write_text("".join(json.dumps({"id": f"d{i}", "text": f"story number {i} about things", "extra": {}}) + "\n"
+                          for i in range(3)))
+    res = neardup.dedup(str(jl), tmp_path / "out", output_format="parquet")
+    t = pq.read_table(tmp_path / "out" / "kept.parquet")
+    assert res.report["kept"] == 3 and t.column("extra").to_pylist() == ["{}"] * 3
+
+
+def test_a_bool_among_numbers_is_a_clash_in_any_order(tmp_path):
+    """pyarrow reads [1.5, True] as doubles (True -> 1.0) but [True, 1.5] as a clash: both are
+    a clash (a string column), nested too, as they are across blocks."""
+    for rows in ([{"v": 1.5}, {"v": True}], [{"v": True}, {"v": 1.5}]):
+        t = _write(tmp_path, [rows])
+        assert t.schema.field("v").type == pa.string()
+        assert sorted(t.column("v").to_pylist()) == ["1.5", "true"]
+        (tmp_path / "out.parquet").unlink()
+    t = _write(tmp_path, [[{"v": [1.5]}, {"v": [True]}, {"v": {"x": 2.5}}]])
+    assert t.column("v").to_pylist() == ["[1.5]", "[true]", '{"x":2.5}']
+    (tmp_path / "out.parquet").unlink()
+    t = _write(tmp_path, [[{"v": {"x": 2.5}}, {"v": {"x": False}}]])
+    assert t.column("v").to_pylist() == ['{"x":2.5}', '{"x":false}']
+
+
+def test_a_large_integer_then_floats_in_a_later_block(tmp_path):
+    """An integer past 2**53 written as int64, then floats: the double column holds it rounded
+    (as float() rounds it); the cast stopped the run ("outside of the range exactly
+    representable")."""
+    big = 2**62 + 1
+    t = _write(tmp_path, [[{"v": big}], [{"v": 1.5}]])
+    assert t.schema.field("v").type == pa.float64()
+    assert t.column("v").to_pylist() == [float(big), 1.5]

@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from neardup.io.readers import JsonlSource
-from neardup.io.writers import atomic_open, atomic_path, dumps, ensure_output_dir, write_jsonl
+from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
 
 __all__ = ["Alternates", "write_outputs"]
 
@@ -158,25 +158,12 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
 
 def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar) -> None:
     """The kept records as Parquet: a column per field of any record (types that disagree
-    between records become strings; parquet_out.py), plus ``alternates``."""
-    from neardup.pipeline.parquet_out import ParquetRecords
+    between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
+    Spark engine calls too."""
+    from neardup.pipeline.parquet_out import write_kept
 
-    with atomic_path(path) as tmp:
-        out = ParquetRecords(tmp)
-        try:
-            rows: list[dict] = []
-            for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
-                if isinstance(obj, bytes):
-                    obj = json.loads(obj)
-                obj["alternates"] = [str(a) for a in alts]
-                rows.append(obj)
-                if len(rows) >= 8192:
-                    out.write(rows)
-                    rows.clear()
-            out.write(rows)
-            out.close()
-        except BaseException:
-            out.abort()
-            raise
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+    def records():
+        for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
+            yield (json.loads(obj) if isinstance(obj, bytes) else obj), alts
+
+    write_kept(path, records())

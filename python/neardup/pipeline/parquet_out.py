@@ -10,12 +10,21 @@ appearance; missing values are null); a field's type is the common type of its v
 Arrow has one (``int64`` and ``double`` give ``double``, null gives way to anything), and a
 string otherwise: strings stay as they are, lists and objects become their JSON text, and a
 column already written with another type is cast to text by Arrow (a double 3.0 reads "3").
+A bool among numbers is a clash (pyarrow alone would make [1.5, True] doubles), and so is an
+empty object where no object of the block has a field (Parquet has no struct of no fields).
 
 Blocks are written as they come. While the schema stays the same there is one file and no
 copy; when a block widens it, the file so far is closed as a part and a new part starts, and
 at the end the parts are read back block by block and written once more under the final
 schema. A schema only widens (fields added, types moved towards string), so there are at most
 about two parts per field.
+
+Both engines write kept.parquet with :func:`write_kept`, so its columns, their order, their
+types and the text of a clashing value are the same for the same input: the types are inferred
+a block of ``BLOCK`` records at a time, and a value that clashes within its block is written
+as its JSON text (3.0 -> "3.0") while one written before the column became a string is cast by
+Arrow (3.0 -> "3"), so the blocks must be the same records in both engines — one writer over
+the kept records in input order, not a writer per Spark partition.
 """
 from __future__ import annotations
 
@@ -25,7 +34,10 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["ParquetRecords", "table_of"]
+__all__ = ["BLOCK", "ParquetRecords", "table_of", "write_kept"]
+
+#: Records per block handed to :class:`ParquetRecords` by :func:`write_kept`.
+BLOCK = 8192
 
 
 def _json_text(v) -> str | None:
@@ -34,11 +46,35 @@ def _json_text(v) -> str | None:
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
 
+def _writable(t: pa.DataType) -> bool:
+    """Parquet cannot store a struct with no fields (the type of ``{}``)."""
+    if pa.types.is_struct(t):
+        return t.num_fields > 0 and all(_writable(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _writable(t.value_type)
+    return True
+
+
+def _bool_as_number(values: list, t: pa.DataType) -> bool:
+    """Whether a bool sits where `t` has a number: pyarrow infers [1.5, True] as doubles
+    (True -> 1.0) but [True, 1.5] as a clash, and two blocks of them as a clash too."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return any(isinstance(v, bool) for v in values)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _bool_as_number([x for v in values if isinstance(v, list) for x in v], t.value_type)
+    if pa.types.is_struct(t):
+        return any(_bool_as_number([v.get(f.name) for v in values if isinstance(v, dict)], f.type) for f in t)
+    return False
+
+
 def _column(values: list) -> pa.Array:
     try:
-        return pa.array(values)
+        arr = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: their JSON text
+        arr = None
+    if arr is None or not _writable(arr.type) or _bool_as_number(values, arr.type):
         return pa.array([_json_text(v) for v in values], pa.string())
+    return arr
 
 
 def table_of(rows: list[dict]) -> pa.Table:
@@ -78,7 +114,10 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
             try:
                 col = col.cast(f.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-                col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+                if f.type == pa.string():  # lists and objects: their JSON text
+                    col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+                else:  # a widening cast Arrow calls unsafe: an int64 past 2**53 to double, rounded
+                    col = col.cast(f.type, safe=False)
         cols.append(col)
     return pa.Table.from_arrays(cols, schema=schema)
 
@@ -149,3 +188,30 @@ class ParquetRecords:
                     os.unlink(part)
                 except OSError:  # pragma: no cover
                     pass
+
+
+def write_kept(path: str, records) -> None:
+    """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
+    over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
+    (a dict, changed in place) gets ``"alternates"`` as strings (a field of that name keeps
+    its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
+    Spark engine both write kept.parquet here."""
+    from neardup.io.writers import atomic_path
+
+    with atomic_path(path) as tmp:
+        out = ParquetRecords(tmp)
+        try:
+            rows: list[dict] = []
+            for obj, alts in records:
+                obj["alternates"] = [str(a) for a in alts]
+                rows.append(obj)
+                if len(rows) >= BLOCK:
+                    out.write(rows)
+                    rows.clear()
+            out.write(rows)
+            out.close()
+        except BaseException:
+            out.abort()
+            raise
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())

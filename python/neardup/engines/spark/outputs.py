@@ -5,10 +5,21 @@ not in ``dropped`` (bad records, duplicate ids, copies removed — a small set, 
 its ``alternates`` (broadcast too) and is written in input order. JSONL lines are written
 untouched but for the spliced-in alternates, as the local engine writes them. Nothing here
 shuffles the corpus: the sources are scanned in file order and filtered in the JVM.
+
+kept.parquet is written by the local engine's writer (``parquet_out.write_kept``) on the
+driver: the kept records are parsed into the local engine's dicts on the executors and streamed
+to the driver a partition at a time, in input order, so that the columns, their order, their
+types and every value are the local engine's (the schema rule infers types per block of 8,192
+records in input order; Spark's own JSON schema inference sorted the columns by name, wrote an
+all-null field as a string, and a field that was an integer in a Parquet input and a float or
+string in a JSONL or CSV input failed the run). The price: this file is written by one
+process, like the local engine's, not one task per partition.
 """
 from __future__ import annotations
 
 import os
+import pickle
+import shutil
 
 import pyarrow as pa
 
@@ -27,6 +38,11 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     clusters_df.write.mode("overwrite").parquet(os.path.join(outdir, "clusters.parquet"))
     pairs_df.write.mode("overwrite").parquet(os.path.join(outdir, "pairs.parquet"))
     drop = F.broadcast(dropped)
+    name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
+    path = os.path.join(outdir, name)
+    if opts.output_format == "parquet":
+        _write_kept_parquet(path, sources, drop, alts)
+        return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     jsonl_parts, row_parts = [], []
     for s in sources:
@@ -39,21 +55,73 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
             row_parts.append(kept.orderBy("pos").drop("src", "recno", "pos", "alt_int"))
-    name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
-    path = os.path.join(outdir, name)
-    if opts.output_format == "jsonl":
-        parts = jsonl_parts + [p.select(F.to_json(F.struct(*p.columns)).alias("value")) for p in row_parts]
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.union(p)
-        df.write.mode("overwrite").text(path)
-    else:
-        parts = [spark.read.json(p.rdd.map(lambda x: x[0])) for p in jsonl_parts] + row_parts
-        df = parts[0]
-        for p in parts[1:]:
-            df = df.unionByName(p, allowMissingColumns=True)
-        df.write.mode("overwrite").parquet(path)
+    parts = jsonl_parts + [p.select(F.to_json(F.struct(*p.columns)).alias("value")) for p in row_parts]
+    df = parts[0]
+    for p in parts[1:]:
+        df = df.union(p)
+    df.write.mode("overwrite").text(path)
     return ["clusters.parquet", "pairs.parquet", name]
+
+
+#: The run's alternates column in a kept row, under a name no record field takes (a record may
+#: have a field "alternates" of its own, which the run's replaces in its place).
+_ALTS = "__neardup_alternates"
+
+
+def _write_kept_parquet(path: str, sources, drop, alts) -> None:
+    """``path``/part-00000.parquet: the kept records of every source, in input order, through
+    the local engine's writer (module docstring). The directory is the Spark engine's layout
+    for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
+    from pyspark.sql import functions as F
+
+    from neardup.engines.spark.run import _map
+    from neardup.pipeline.parquet_out import write_kept
+
+    alt = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS)))
+    parts = []
+    for s in sources:
+        kept = s.raw.join(drop, "pos", "left_anti").join(alt, "pos", "left")
+        if s.format in ("jsonl", "csv"):
+            # the splits of a file in file order, each filtered in place: no sort needed
+            parts.append(_map(kept.select("value", _ALTS), _kept_lines_records, "rec BINARY"))
+        else:
+            rows = kept.orderBy("pos").select(*s.cols, _ALTS)
+            parts.append(_map(rows, _kept_rows_records, "rec BINARY"))
+
+    def records():
+        for p in parts:
+            # one partition at a time on the driver (prefetchPartitions=False), in partition order
+            for row in p.toLocalIterator():
+                yield pickle.loads(row.rec)
+
+    if os.path.isdir(path):  # an earlier run's output: overwritten, as Spark's writer does
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.unlink(path)
+    os.makedirs(path)
+    write_kept(os.path.join(path, "part-00000.parquet"), records())
+    open(os.path.join(path, "_SUCCESS"), "wb").close()
+
+
+def _kept_lines_records(t: pa.Table) -> pa.Table:
+    """Kept JSONL lines (or CSV records as JSON) → pickled (record dict, alternates): the dict
+    the local engine parses from the same line. Blank lines (not records) are dropped."""
+    import json
+
+    vals = t.column("value").to_pylist()
+    alts = t.column(_ALTS).to_pylist()
+    out = [pickle.dumps((json.loads(v), a or []), protocol=pickle.HIGHEST_PROTOCOL)
+           for v, a in zip(vals, alts) if v is not None and v.strip()]
+    return pa.table({"rec": pa.array(out, pa.binary())})
+
+
+def _kept_rows_records(t: pa.Table) -> pa.Table:
+    """Kept Parquet/DataFrame rows → pickled (record dict, alternates), the dicts as Arrow's
+    ``to_pylist`` makes them (as the local Parquet reader does)."""
+    alts = t.column(_ALTS).to_pylist()
+    recs = t.drop_columns([_ALTS]).to_pylist()
+    out = [pickle.dumps((r, a or []), protocol=pickle.HIGHEST_PROTOCOL) for r, a in zip(recs, alts)]
+    return pa.table({"rec": pa.array(out, pa.binary())})
 
 
 def _kept_lines_kernel(t: pa.Table) -> pa.Table:
