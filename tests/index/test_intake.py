@@ -3,6 +3,7 @@ usual shape itself gives what check_record gives, record by record, error by err
 import json
 import math
 
+import numpy as np
 import pytest
 
 from neardup.index.intake import _extra_json, checked_blocks, read_and_sign, read_checked, records
@@ -134,24 +135,43 @@ def test_other_sources_and_blocks(tmp_path):
 
 def test_read_and_sign_over_blocks(tmp_path, monkeypatch):
     # chunks handed to the signer are whole blocks of at least CHUNK documents; the result is
-    # the same documents in order, and the id checks see every id
+    # the same documents in order, the id checks see every id, and the chunks go to on_chunk
+    # (after the signing), in order, also when the batch has duplicate ids (the caller raises)
     import neardup.index.intake as intake
     from neardup.pipeline.options import DedupOptions
     from neardup.pipeline.signer import Signer
 
     monkeypatch.setattr(intake, "CHUNK", 1000)
-    p = tmp_path / "day.jsonl"
-    with open(p, "w") as f:
-        for i in range(5000):
-            f.write(json.dumps({"id": f"d{i % 4990}", "text": f"story {i} " + "word " * 800}) + "\n")
     signer = Signer(DedupOptions())
-    asked, chunks = [], []
-    docs, extras, signed, twice, present = read_and_sign(
-        str(p), Fields(), 1_000_000, signer, 16, 8, 1, lambda keys: (asked.extend(keys), keys[:1])[1],
-        on_chunk=lambda ch: chunks.append(len(ch)))
-    assert [c.key for c in docs] == [f"d{i % 4990}" for i in range(5000)]
+
+    def day(name, ids):
+        p = tmp_path / name
+        with open(p, "w") as f:
+            for i, d in enumerate(ids):
+                f.write(json.dumps({"id": d, "text": f"story {i} " + "word " * 800}) + "\n")
+        return str(p)
+
+    def run(path, present):
+        asked, chunks = [], []
+
+        def look(keys):
+            asked.extend(keys)
+            return [k for k in keys if k in present]
+
+        out = read_and_sign(path, Fields(), 1_000_000, signer, 16, 8, 1, look, on_chunk=chunks.append)
+        return out, asked, chunks
+
+    (docs, extras, signed, twice, present), asked, chunks = run(day("a.jsonl", [f"d{i}" for i in range(5000)]), set())
+    assert [c.key for c in docs] == [f"d{i}" for i in range(5000)]
     assert sorted(asked) == sorted(c.key for c in docs)
-    assert sorted(twice) == [f"d{i}" for i in range(10)]
-    assert sum(chunks) == 5000 and all(n >= 1000 for n in chunks[:-1]) and len(chunks) > 1
-    assert len(present) == len(chunks)
+    assert twice == [] and present == []
+    assert [c for ch in chunks for c in ch] == docs
+    assert len(chunks) > 1 and all(len(ch) >= 1000 for ch in chunks[:-1])
     assert signed.sigs.shape[0] == 5000 and signed.band_keys.shape == (5000, 16)
+    assert np.array_equal(signed.sigs, signer.batch([c.text for c in docs]))
+
+    ids = [f"d{i % 4990}" for i in range(5000)]  # ten ids twice
+    (docs, _, _, twice, present), _, chunks = run(day("b.jsonl", ids), {"d3"})
+    assert [c.key for c in docs] == ids
+    assert sorted(twice) == [f"d{i}" for i in range(10)] and set(present) == {"d3"}
+    assert [c for ch in chunks for c in ch] == docs
