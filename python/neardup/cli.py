@@ -73,7 +73,11 @@ def _add_dedup_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--json", action="store_true", help="print report.json to stdout instead of the summary")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; `command`: the subcommand the arguments name, when known. Only
+    ``dedup`` has the Spark engine's options, and adding them imports ``neardup.engines.spark``
+    (its package imports pyarrow: 0.15 s), so they are left out when another command runs
+    (``neardup index add`` is a daily job whose start-up counts)."""
     ap = argparse.ArgumentParser(prog="neardup", description="Near-duplicate detection for text.")
     from neardup import __version__
 
@@ -88,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", metavar="OUTDIR", help="output directory (required unless --demo)")
     p.add_argument("--demo", action="store_true", help="run on the embedded demo corpus")
     _add_dedup_options(p)
-    __import__("neardup.engines.spark.cli").engines.spark.cli.add_options(p)  # --engine spark (docs/spark.md)
+    if command in (None, "dedup"):
+        __import__("neardup.engines.spark.cli").engines.spark.cli.add_options(p)  # --engine spark (docs/spark.md)
 
     p = sub.add_parser("demo", help="run dedup on the embedded demo corpus (same as: neardup dedup --demo)")
     p.add_argument("-o", "--out", metavar="OUTDIR", help="also write the outputs here")
@@ -243,8 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     from neardup.errors import InvalidParameterError, NeardupError
     from neardup.io.errors import InputFileError, OutputError, RecordError
 
-    ap = _parser()
-    a = ap.parse_args(argv)
+    args = sys.argv[1:] if argv is None else list(argv)
+    ap = _parser(_command_of(args))
+    a = ap.parse_args(args)
     if a.command is None:
         ap.print_help()
         return EXIT_USAGE
@@ -274,6 +280,17 @@ def main(argv: list[str] | None = None) -> int:
             (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
         ])
     return EXIT_USAGE
+
+
+def _command_of(args: list[str]) -> str | None:
+    """The subcommand `args` name: the first argument that is not an option (the top-level
+    parser's only option, --version, takes no value); None when there is none or it is not a
+    known command (then the full parser reports it)."""
+    first = next((x for x in args if not x.startswith("-")), None)
+    return first if first in _COMMANDS else None
+
+
+_COMMANDS = ("dedup", "demo", "curve", "eval", "synth", "index", "serve")
 
 
 def exit_for(exc: BaseException, prog: str, rules: list[tuple]) -> int:

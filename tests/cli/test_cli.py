@@ -118,3 +118,51 @@ def test_large_bucket_flag(tmp_path, capsys):
     assert outs["0"] == outs["2"] and any(len(c) > 1 for c in outs["0"])
     assert main(["dedup", str(src), "-o", str(tmp_path / "bad"), "-q", "--large-bucket", "1"]) == 2
     assert "large_bucket must be an integer >= 2" in capsys.readouterr().err
+
+
+def test_index_add_does_not_import_the_spark_engine(tmp_path):
+    # the Spark options (and the pyarrow import of the spark package) are dedup's only: the
+    # daily `neardup index add` starts without them, `neardup dedup` still has them
+    code = ("import sys; from neardup.cli import main; "
+            f"assert main(['index', 'init', {str(tmp_path / 'ix')!r}]) == 0; "
+            "assert 'neardup.engines.spark' not in sys.modules, 'spark imported'; "
+            "main(['dedup', '--help'])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert b"--engine" in p.stdout
+
+
+def test_command_of():
+    from neardup.cli import _command_of
+
+    assert _command_of(["index", "add", "DIR", "dedup"]) == "index"
+    assert _command_of(["--version"]) is None
+    assert _command_of([]) is None
+    assert _command_of(["dedpu", "x"]) is None  # the full parser reports the unknown command
+    assert _command_of(["dedup", "--engine", "spark", "x"]) == "dedup"
+
+
+def test_index_add_runs_without_the_cyclic_gc_and_restores_it(tmp_path, monkeypatch, capsys):
+    import gc
+
+    from neardup.index import Index
+
+    seen = []
+    add = Index.add
+
+    def spy(self, *args, **kw):
+        seen.append(gc.isenabled())
+        return add(self, *args, **kw)
+
+    monkeypatch.setattr(Index, "add", spy)
+    src = tmp_path / "day.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records()))
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    assert gc.isenabled()
+    assert main(["index", "add", d, str(src), "--json"]) == 0
+    assert seen == [False] and gc.isenabled()
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["added"] == len(records())
+    # a failing add restores it too
+    assert main(["index", "add", d, str(src)]) != 0  # the ids are in the index already
+    assert seen == [False, False] and gc.isenabled()

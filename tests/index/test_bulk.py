@@ -132,3 +132,20 @@ def test_verdicts_are_a_sequence_built_on_demand(tmp_path):
         assert ix.stats()["documents"] == len(docs)
         st = ix.stats()
         assert ix.totals() == {"documents": st["documents"], "clusters": st["clusters"]} and st["clusters"] > 0
+
+
+def test_insert_columns_groups_of_one_row():
+    # NULL patterns that one row each has (a group of one is gathered differently)
+    n = SMALL + 4
+    conn = sqlite3.connect(":memory:")
+    _table(conn, "want")
+    _table(conn, "got")
+    b = ["x"] * n
+    c = [1.5] * n
+    b[3] = None  # the only row with b NULL
+    c[5] = None  # the only row with c NULL
+    b[7] = c[7] = None  # the only row with both
+    cols = [list(range(n)), b, c, list(range(n, 2 * n)), [None] * n, [0.25] * n, ["g"] * n]
+    conn.executemany("INSERT INTO want VALUES (?, ?, ?, ?, ?, ?, ?)", list(zip(*cols)))
+    insert_columns(conn, "got", cols, n)
+    assert conn.execute("SELECT * FROM got ORDER BY a").fetchall() == conn.execute("SELECT * FROM want ORDER BY a").fetchall()

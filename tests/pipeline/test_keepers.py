@@ -32,6 +32,15 @@ def test_time_zones_are_compared_as_instants():
     assert keeper(recs)[0] == "ist"
 
 
+def test_rfc_2822_times_are_read():
+    # an RSS-style date (its parser is imported on first use): 09:00 +0200 is 07:00 UTC
+    from neardup.io.records import parse_time
+
+    assert parse_time("Sun, 12 Jul 2026 09:00:00 +0200") == parse_time("2026-07-12T07:00:00Z")
+    recs = copies([("iso", "2026-07-12T08:00:00Z", None), ("rss", "Sun, 12 Jul 2026 09:00:00 +0200", None)])
+    assert keeper(recs)[0] == "rss"
+
+
 def test_same_time_preferred_source_in_listed_order():
     t = "2026-07-12T09:00:00Z"
     recs = copies([("x1", t, "site-x"), ("b1", t, "site-b"), ("ag", t, "agency"), ("a1", t, "site-a")])

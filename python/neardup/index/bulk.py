@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Sequence
+from itertools import repeat
+from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
@@ -52,10 +54,12 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
         conn.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(columns))})", rows)
         return
     # which varying columns hold a NULL somewhere: each row's pattern of NULLs is its group
+    # (map(is_, ...) and itemgetter below: C loops, where a generator or a comprehension took
+    # 0.35 s of a day's 200,000 rows)
     nullable = [j for j in varying if None in columns[j]]
     code = np.zeros(n, np.int64)
     for bit, j in enumerate(nullable):
-        code |= np.fromiter((v is None for v in columns[j]), bool, n).astype(np.int64) << bit
+        code |= np.fromiter(map(is_, columns[j], repeat(None, n)), bool, n).astype(np.int64) << bit
     groups = np.unique(code)
     for g in groups.tolist():
         nulls = {j for bit, j in enumerate(nullable) if g >> bit & 1}
@@ -73,7 +77,8 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
             cols = [columns[j] for j in bound]
         else:
             idx = np.flatnonzero(code == g).tolist()
-            cols = [[columns[j][i] for i in idx] for j in bound]
+            pick = itemgetter(*idx) if len(idx) > 1 else (lambda c, i=idx[0]: (c[i],))
+            cols = [pick(columns[j]) for j in bound]
         if bound:
             conn.executemany(sql, zip(*cols))
         else:

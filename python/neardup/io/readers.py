@@ -40,6 +40,7 @@ __all__ = [
     "open_sources",
     "format_of",
     "parse_json_line",
+    "irregular_line",
 ]
 
 
@@ -88,6 +89,15 @@ def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
     if isinstance(obj, RecordError) or isinstance(obj, dict):
         return obj
     return RecordError(path, recno, f"expected a JSON object, got {type(obj).__name__}")
+
+
+def irregular_line(path: str, recno: int, line: bytes) -> dict | RecordError | None:
+    """What a JSONL line that orjson did not parse into a dict is: None for a blank line (not
+    a record), else :func:`parse_json_line`'s answer (the json module may accept what orjson
+    refuses)."""
+    if not line.strip():
+        return None
+    return parse_json_line(path, recno, line)
 
 
 def _slow_parse(path: str, recno: int, line: bytes):
@@ -181,9 +191,9 @@ class JsonlSource(Source):
                         if type(obj) is dict:
                             yield start + i, obj
                             continue
-                if not line.strip():
-                    continue  # blank lines are not records
-                yield start + i, parse_json_line(name, start + i, line)
+                obj = irregular_line(name, start + i, line)
+                if obj is not None:
+                    yield start + i, obj
 
     def raw_lines(self, wanted: np.ndarray) -> Iterator[tuple[int, bytes]]:
         """The raw bytes of the wanted lines (for writing kept records untouched)."""

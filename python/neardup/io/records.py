@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import NamedTuple
 
 from neardup.io.errors import RecordError
@@ -97,6 +96,10 @@ def _parse_time(value) -> float:
                     continue
             if dt is None:
                 try:
+                    # imported here: email.utils costs every command's start-up ~15 ms, and
+                    # few inputs have RFC 2822 dates
+                    from email.utils import parsedate_to_datetime
+
                     dt = parsedate_to_datetime(s)
                 except (TypeError, ValueError, IndexError):
                     dt = None
