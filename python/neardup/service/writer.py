@@ -110,14 +110,20 @@ class GroupWriter:
             if item is None:
                 return
             group, stop = _waiting(self.q, item, self.max_docs, lambda it: len(it[0]))
-            with self.lock:
-                if self.checkpointer is None:
-                    # the writer connection stops checkpointing on commit; this thread's does it
-                    self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
-                    self.checkpointer = Checkpointer(self.index)
-                self._write(group)
+            self.write_group(group)
             if stop:
                 return
+
+    def write_group(self, group: list) -> None:
+        """Add `group`, a list of (records, future) (one request each), as one commit; each
+        future gets its request's verdicts or error. The writer thread calls it for what waits
+        on its queue; the writer process (worker.py) for what waits on its socket."""
+        with self.lock:
+            if self.checkpointer is None:
+                # the writer connection stops checkpointing on commit; this thread's does it
+                self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
+                self.checkpointer = Checkpointer(self.index)
+            self._write(group)
 
     def _write(self, group) -> None:
         ix = self.index
