@@ -191,8 +191,10 @@ class Index:
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
         self._pending = pend.PendingLog(has_rows=False)  # set up by the writer's open (_recover)
-        self._few: tuple | None = None
-        self._meta_memo: dict[str, str] | None = None  # within an add: _add_locked  # (segment names, PostingArrays per band): _few_handles
+        self._few: tuple | None = None  # (segment names, PostingArrays per band): _few_handles
+        #: within an add (_add_locked): the meta values it reads, and the text_files rows
+        self._meta_memo: dict[str, str] | None = None
+        self._files_memo: list[tuple[int, str, int]] | None = None
         #: wall seconds per stage of the last add or query (for benchmarks)
         self.last_stages: dict[str, float] = {}
 
@@ -662,10 +664,9 @@ class Index:
             for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
                 batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
         multi_cl = sorted(batch_by_cluster)
-        old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged))
-        old_keeper = {c: k for c, k in conn.execute(
-            f"SELECT cluster, keeper FROM clusters WHERE cluster IN ({','.join('?' * len(touched))})", touched.tolist())} \
-            if len(touched) else {}
+        # the clusters asked for are the touched ones (each joined by a batch document or merged)
+        old_keeper: dict[int, int | None] = {}
+        old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged), old_keeper)
         cluster_rows: dict[int, tuple[int, int]] = {}  # clusters other than the singles: (keeper, size)
         member_updates: list[tuple[float, str | None, int, int]] = []
         new_sim = np.ones(n)
@@ -712,9 +713,9 @@ class Index:
                 else:
                     sim_jobs.append(("b", i, "k", keeper_doc, c))
         sw.lap("plan: keepers")
-        arch_ekey = {m["doc"]: m["exact_key"] & 0xFFFFFFFFFFFFFFFF for ms in old_members.values() for m in ms}
+        arch_rows = {m["doc"]: m for ms in old_members.values() for m in ms}
         self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match,
-                          arch_ekey, hcache)
+                          arch_rows, hcache)
         sw.lap("plan: similarities to keepers")
 
         # closest earlier document of each batch document: an exact match, else the most similar
@@ -783,16 +784,24 @@ class Index:
                              "text": r[4:8], "signature": r[8]}
         return out
 
-    def _cluster_members(self, conn, clusters: list[int]) -> dict[int, list[dict]]:
+    def _cluster_members(self, conn, clusters: list[int], keepers: dict[int, int | None] | None = None
+                         ) -> dict[int, list[dict]]:
+        """The members of these clusters, with where their texts are (``_texts_of`` then needs
+        no query of its own); `keepers`, when given, gets each cluster's keeper from the same
+        statement."""
         out: dict[int, list[dict]] = {}
         for s in range(0, len(clusters), 30000):
             chunk = clusters[s : s + 30000]
-            q = (f"SELECT doc, id, id_int, published_at, source, exact_key, cluster, similarity, match FROM documents "
-                 f"WHERE cluster IN ({','.join('?' * len(chunk))})")
+            q = (f"SELECT d.doc, d.id, d.id_int, d.published_at, d.source, d.exact_key, d.cluster, d.similarity, "
+                 f"d.match, d.text_file, d.text_offset, d.text_length, d.text_crc, c.keeper FROM documents d "
+                 f"LEFT JOIN clusters c ON c.cluster = d.cluster WHERE d.cluster IN ({','.join('?' * len(chunk))})")
             for r in conn.execute(q, chunk):
                 out.setdefault(r[6], []).append({
                     "doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "published_at": r[3],
-                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8]})
+                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8],
+                    "text": r[9:13]})
+                if keepers is not None:
+                    keepers[r[6]] = r[13]
         return out
 
     # ------------------------------------------------------------------ verification helpers
@@ -801,7 +810,7 @@ class Index:
         rows = dict(meta or {})
         if need:
             rows.update(self._doc_meta(conn, need))
-        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+        names = {f: name for f, name, _ in self._text_files(conn)}
         by_file: dict[int, list[int]] = {}
         for d in doc_list:
             r = rows.get(d)
@@ -952,16 +961,17 @@ class Index:
         return sims[: len(pa)], sims[len(pa) :]
 
     def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match,
-                     arch_ekey: dict[int, int], cache: dict) -> None:
+                     arch_rows: dict[int, dict], cache: dict) -> None:
         """Similarity of members to their keeper (1.0 'exact' for the same normalised text).
-        `arch_ekey`: the exact key of every archive member of an affected cluster."""
+        `arch_rows`: every archive member of an affected cluster (``_cluster_members``)."""
         if not jobs:
             return
         dn0, n = (int(doc_nums[0]), len(doc_nums)) if len(doc_nums) else (0, 0)
         ekl = ek.tolist()
 
         def ekey(d: int) -> int:
-            return ekl[d - dn0] if dn0 <= d < dn0 + n else arch_ekey.get(d, 0)
+            m = arch_rows.get(d)
+            return ekl[d - dn0] if dn0 <= d < dn0 + n else (m["exact_key"] & 0xFFFFFFFFFFFFFFFF if m else 0)
 
         need_pairs = []
         for job in jobs:
@@ -979,7 +989,8 @@ class Index:
         pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
         item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
         if self.config.verify == "exact":
-            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, None, cache)), pr, self.config.measure, self.threads)
+            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.measure,
+                                self.threads)
         else:
             asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])
             mat = np.stack([self._as_stored(sigs[sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
@@ -1069,7 +1080,7 @@ class Index:
                 plan.stages.times = {**sw.times, **plan.stages.times}
             self._commit(conn, plan, t0, note, pending)
         finally:
-            self._meta_memo = None
+            self._meta_memo = self._files_memo = None
             if pending is not None:
                 pending.wait()
         st = self._state
@@ -1091,8 +1102,17 @@ class Index:
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
 
+    def _text_files(self, conn) -> list[tuple[int, str, int]]:
+        """The rows of text_files (file, name, committed) by file number; read once per add (the
+        add's own commit is the only writer of them while it holds the writer lock)."""
+        if self._meta_memo is not None and conn is self._wconn:
+            if self._files_memo is None:
+                self._files_memo = conn.execute("SELECT file, name, committed FROM text_files ORDER BY file").fetchall()
+            return self._files_memo
+        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file").fetchall()
+
     def _last_text_file(self, conn) -> tuple[int, str, int]:
-        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+        return self._text_files(conn)[-1]
 
     def _append_texts(self, conn, docs: list[Checked]) -> PendingTexts | None:
         """Start writing the batch's texts past the log's committed length (garbage until the
@@ -1253,10 +1273,11 @@ class Index:
 
     def _bump(self, conn, **vals) -> int:
         gen = int(self._meta(conn, "generation")) + 1
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (str(gen),))
-        for k, v in vals.items():
-            if v is not None:
-                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(v), k))
+        sets = {"generation": str(gen), **{k: str(v) for k, v in vals.items() if v is not None}}
+        # one statement for every key (an add sets four): each statement is a round trip
+        whens = " ".join("WHEN ? THEN ?" for _ in sets)
+        conn.execute(f"UPDATE meta SET value = CASE key {whens} END WHERE key IN ({','.join('?' * len(sets))})",
+                     [x for kv in sets.items() for x in kv] + list(sets))
         return gen
 
     def _advance_state(self, st: State, gen: int, seg, prow) -> None:
