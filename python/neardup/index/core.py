@@ -39,7 +39,7 @@ from neardup.index.errors import (
 )
 from neardup.index import fold
 from neardup.index.segment import Postings, write_segment
-from neardup.index.append import PendingTexts
+from neardup.index.append import LogFile, PendingTexts
 from neardup.index.bulk import Const, insert_columns
 from neardup.index.intake import Signed, read_and_sign, read_checked, sign
 from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3
@@ -186,6 +186,7 @@ class Index:
         self._wconn: sqlite3.Connection | None = None
         self._segcache = SegmentCache(directory)
         self._texts = TextLog(directory)
+        self._logf: LogFile | None = None  # the writer's descriptor of the log it appends to
         self._state: State | None = None
         self._state_lock = threading.Lock()
         self._closed = False
@@ -364,6 +365,7 @@ class Index:
             except Exception:  # pragma: no cover
                 pass
         self._texts.close()
+        self._drop_log_file()
         self._lock.release()
 
     def __enter__(self) -> "Index":
@@ -1120,7 +1122,7 @@ class Index:
         if not (self.config.store_text and docs):
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
+        return PendingTexts(self._log_file(name), fid, committed, [c.text for c in docs],
                             fsync=self.sync != "normal", defer=pend.DEFER)
 
     def _text_writer(self, conn) -> PendingTexts | None:
@@ -1128,8 +1130,21 @@ class Index:
         if not self.config.store_text:
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(os.path.join(self.directory, name), fid, committed, None, fsync=self.sync != "normal",
+        return PendingTexts(self._log_file(name), fid, committed, None, fsync=self.sync != "normal",
                             defer=pend.DEFER)
+
+    def _log_file(self, name: str) -> LogFile:
+        """The open log `name` (a compact starts a new one: the old descriptor is closed)."""
+        path = os.path.join(self.directory, name)
+        if self._logf is None or self._logf.path != path:
+            self._drop_log_file()
+            self._logf = LogFile(path)
+        return self._logf
+
+    def _drop_log_file(self) -> None:
+        if self._logf is not None:
+            self._logf.close()
+            self._logf = None
 
     def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
@@ -1493,6 +1508,8 @@ class Index:
                 raise
             self._committed_for_good()
             self._texts.retire(old_texts if new_text is not None else [])
+            if new_text is not None:
+                self._drop_log_file()  # its file is deleted below
             for f in old_segs + (old_texts if new_text is not None else []):
                 try:
                     os.unlink(os.path.join(self.directory, f))
