@@ -519,37 +519,28 @@ class Index:
 
         # exact pass: against the archive, then the earlier part of the batch
         few = self._few_handles(st, arrays)  # cached per set of segments
-        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones, few[0]),
+        qi, adocs = _cat(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
-        arch_exact = np.full(n, -1, np.int64)
-        if len(qi):
-            order = np.lexsort((adocs, qi))
-            qi, adocs = qi[order], adocs[order]
-            first = np.r_[True, qi[1:] != qi[:-1]]
-            arch_exact[tok_idx[qi[first]]] = adocs[first]
-        batch_exact = np.full(n, -1, np.int64)
+        small = n <= SMALL_PLAN
+        arch_exact = (_first_in_archive_few if small else _first_in_archive)(qi, adocs, tok_idx, n)
         rest = tok_idx[arch_exact[tok_idx] < 0]
-        if len(rest):  # each key's first document in the batch (np.unique's index: the first)
-            _, first_pos, inv = np.unique(ek[rest], return_index=True, return_inverse=True)
-            rep = rest[first_pos][inv.reshape(-1)]
-            d_ = rep != rest
-            batch_exact[rest[d_]] = rep[d_]
+        batch_exact = (_first_in_batch_few if small else _first_in_batch)(ek, rest, n)
         reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
 
         # candidates: archive postings for each representative, LSH pairs inside the batch
         rep_rows = sig_row[reps]
+        rep_keys = np.ascontiguousarray(bk[rep_rows].T)  # band j's keys: row j
         ca_i, ca_d = [], []
         for j in range(cfg.bands):
-            q = np.ascontiguousarray(bk[rep_rows, j])
-            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones, few[j + 1]),
+            q = rep_keys[j]
+            q_, d = _cat(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
                          st.l0.lookup(j, q, st.tombstones))
             ca_i.append(reps[q_])
             ca_d.append(d)
         ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
         cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
-        if len(ci):  # each (batch document, archive document) once; both < 2^32
-            u = np.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
-            ci, cd = (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        if len(ci):  # each (batch document, archive document) once, in that order
+            ci, cd = (_unique_pairs_few if small else _unique_pairs)(ci, cd)
         if len(reps) > 1:
             bp = pairs_from_keys(np.ascontiguousarray(bk[rep_rows])).astype(np.int64)
             bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
@@ -558,8 +549,8 @@ class Index:
 
         sw.lap("plan: lookups, batch pairs")
         # archive documents involved (candidates and exact targets): metadata in this snapshot
-        arch_docs = np.unique(np.concatenate([cd, arch_exact[arch_exact >= 0]]))
-        meta = self._doc_meta(conn, arch_docs.tolist())
+        arch_docs = sorted(set(cd.tolist()).union(arch_exact[arch_exact >= 0].tolist()))
+        meta = self._doc_meta(conn, arch_docs)
         alive = np.array([d in meta for d in cd.tolist()], dtype=bool) if len(cd) else np.zeros(0, bool)
         ci, cd = ci[alive], cd[alive]
         for i in np.flatnonzero(arch_exact >= 0).tolist():
@@ -596,52 +587,15 @@ class Index:
             # each document starts a cluster of its own, numbered in batch order, which is what
             # the general path below gives, without its two dozen array calls
             first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            touched = np.zeros(0, np.int64)
             merged: dict[int, int] = {}
             cluster_of = next_cluster + np.arange(n, dtype=np.int64)
             next_cluster += n
             all_new = True
         else:
             all_new = False
-            # union-find over batch documents and the archive clusters they touch (node n + k for
-            # the k-th touched cluster, in increasing order)
-            m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
-            m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
-            o = np.argsort(m_docs)
-            m_docs, m_cl = m_docs[o], m_cl[o]
-
-            def cluster_of_arch(d: np.ndarray) -> np.ndarray:
-                return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
-
-            c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
-            touched = np.unique(np.concatenate([c_ae, c_cd]))
-            e = np.concatenate([
-                np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
-                np.stack([batch_exact[be], be], axis=1),
-                np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
-                bp]).astype(np.uint32)
-            N = n + len(touched)
-            labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
-            lab_b, lab_t = labels[:n], labels[n:]
-            # a component's cluster: the smallest archive cluster in it (merging the others into it),
-            # else a new one; new ones are numbered in the order their first document comes
             first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            tl, tfirst = np.unique(lab_t, return_index=True)
-            ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
-            t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
-            merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
-            ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
-            pos = np.searchsorted(tl, ul)
-            has_t = np.zeros(len(ul), bool)
-            if len(tl):
-                has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
-            comp_cluster = np.empty(len(ul), np.int64)
-            comp_cluster[has_t] = ttarget[pos[has_t]]
-            newc = np.flatnonzero(~has_t)
-            newc = newc[np.argsort(ufirst[newc], kind="stable")]
-            comp_cluster[newc] = next_cluster + np.arange(len(newc))
-            next_cluster += len(newc)
-            cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
+            cluster_of, merged, next_cluster = (_join_few if small else _join)(
+                n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster)
 
         sw.lap("plan: union-find")
         # keepers and similarities to the keeper, per affected cluster
@@ -652,19 +606,7 @@ class Index:
             singles = (cluster_of, doc_nums)
             batch_by_cluster = {}
         else:
-            # batch documents grouped by cluster; a new cluster of one document (the common case:
-            # a story of its own) is its own keeper, with no rule to run
-            by_cl = np.argsort(cluster_of, kind="stable")
-            cs = cluster_of[by_cl]
-            g_start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if n else np.zeros(0, np.int64)
-            g_cl = cs[g_start]
-            g_size = np.diff(np.r_[g_start, n])
-            single = (g_cl >= first_new) & (g_size == 1)
-            singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
-            batch_by_cluster: dict[int, list[int]] = {}
-            by_cl_l = by_cl.tolist()
-            for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
-                batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
+            singles, batch_by_cluster = (_group_few if small else _group)(cluster_of, doc_nums, first_new)
         multi_cl = sorted(batch_by_cluster)
         # the clusters asked for are the touched ones (each joined by a batch document or merged)
         old_keeper: dict[int, int | None] = {}
@@ -730,10 +672,8 @@ class Index:
         tgt = np.concatenate([ci, bp[:, 1]])
         if len(tgt):
             sims_all = np.concatenate([sims_a, sims_b])
-            o = np.lexsort((np.arange(len(tgt)), -sims_all, tgt))
-            best = o[np.r_[True, tgt[o][1:] != tgt[o][:-1]]]
             na = len(ci)
-            for p_ in best.tolist():
+            for p_ in (_best_pairs_few if small else _best_pairs)(tgt, sims_all):
                 i = int(tgt[p_])
                 if closest[i] is None:
                     ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
@@ -764,14 +704,14 @@ class Index:
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
                      cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
 
-    def _few_handles(self, st: State, arrays: list[Postings]) -> list:
-        """Per band (exact keys first), the segments' arrays held by the Rust core for look-ups
-        of a few keys (store.lookup's small path), made once per set of segments."""
+    def _few_handles(self, st: State, arrays: list[Postings]) -> list[tuple[list, _core.PostingArrays]]:
+        """Per band (exact keys first), the segments' arrays, and the same held by the Rust core
+        for look-ups of a few keys (store.lookup's small path), made once per set of segments."""
         key = tuple(s[0] for s in st.segments)
         held = self._few
         if held is None or held[0] != key:
             parts = [[p.exact for p in arrays]] + [[p.bands[j] for p in arrays] for j in range(self.config.bands)]
-            held = (key, [_core.PostingArrays([k for k, _ in ps], [d for _, d in ps]) for ps in parts])
+            held = (key, [(ps, _core.PostingArrays([k for k, _ in ps], [d for _, d in ps])) for ps in parts])
             self._few = held  # one assignment: readers in other threads see the old or the new
         return held[1]
 
@@ -1679,6 +1619,186 @@ class Index:
             if conn.in_transaction:
                 conn.execute("COMMIT")
         return {"sqlite": "ok", "segments": len(st.segments), "texts": k}
+
+
+# ---------------------------------------------------------------------- the plan's steps
+# Each step has a batch form (numpy: sorts over arrays) and a form for a few documents (lists
+# and dicts: the service's single articles, where numpy's cost per call, a few microseconds
+# times some sixty calls, was most of the plan). Both make the same decisions
+# (tests/index/test_small_plan.py runs every add both ways).
+
+#: groups of at most this many documents take the steps' forms for a few documents
+SMALL_PLAN = 16
+
+
+def _first_in_archive(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
+    """Per batch document, the first (smallest) archive document with its exact key, else -1.
+    (qi, adocs): the exact-key hits, qi indexing tok_idx."""
+    arch_exact = np.full(n, -1, np.int64)
+    if len(qi):
+        order = np.lexsort((adocs, qi))
+        qi, adocs = qi[order], adocs[order]
+        first = np.concatenate(([True], qi[1:] != qi[:-1]))
+        arch_exact[tok_idx[qi[first]]] = adocs[first]
+    return arch_exact
+
+
+def _first_in_archive_few(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
+    arch_exact = np.full(n, -1, np.int64)
+    best: dict[int, int] = {}
+    for q, d in zip(qi.tolist(), adocs.tolist()):
+        if d < best.get(q, d + 1):
+            best[q] = d
+    tl = tok_idx.tolist()
+    for q, d in best.items():
+        arch_exact[tl[q]] = d
+    return arch_exact
+
+
+def _first_in_batch(ek: np.ndarray, rest: np.ndarray, n: int) -> np.ndarray:
+    """Per batch document of `rest`, the first earlier one in `rest` with its exact key, else -1."""
+    batch_exact = np.full(n, -1, np.int64)
+    if len(rest):  # np.unique's index is a key's first position
+        _, first_pos, inv = np.unique(ek[rest], return_index=True, return_inverse=True)
+        rep = rest[first_pos][inv.reshape(-1)]
+        d_ = rep != rest
+        batch_exact[rest[d_]] = rep[d_]
+    return batch_exact
+
+
+def _first_in_batch_few(ek: np.ndarray, rest: np.ndarray, n: int) -> np.ndarray:
+    batch_exact = np.full(n, -1, np.int64)
+    first: dict[int, int] = {}
+    for i, k in zip(rest.tolist(), ek[rest].tolist()):
+        j = first.setdefault(k, i)
+        if j != i:
+            batch_exact[i] = j
+    return batch_exact
+
+
+def _unique_pairs(ci: np.ndarray, cd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (batch document, archive document) once, sorted; both < 2^32."""
+    u = np.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
+    return (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def _unique_pairs_few(ci: np.ndarray, cd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u = sorted(set(zip(ci.tolist(), cd.tolist())))
+    return np.array([a for a, _ in u], np.int64), np.array([d for _, d in u], np.int64)
+
+
+def _join(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> tuple[np.ndarray, dict, int]:
+    """Union-find over the batch documents (nodes 0..n-1) and the archive clusters they touch
+    (node n + k for the k-th touched cluster, in increasing order), joined by the exact matches
+    (`ae` to the archive, `be` in the batch), the verified candidates (ci, cd) and batch pairs
+    `bp`. A component's cluster is the smallest archive cluster in it (the others merged into
+    it), else a new one; new ones are numbered from `next_cluster` in the order their first
+    document comes. Returns (cluster per batch document, merged: absorbed -> target, the next
+    free cluster number)."""
+    m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
+    m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
+    o = np.argsort(m_docs)
+    m_docs, m_cl = m_docs[o], m_cl[o]
+
+    def cluster_of_arch(d: np.ndarray) -> np.ndarray:
+        return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
+
+    c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
+    touched = np.unique(np.concatenate([c_ae, c_cd]))
+    e = np.concatenate([
+        np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
+        np.stack([batch_exact[be], be], axis=1),
+        np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
+        bp]).astype(np.uint32)
+    N = n + len(touched)
+    labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
+    lab_b, lab_t = labels[:n], labels[n:]
+    tl, tfirst = np.unique(lab_t, return_index=True)
+    ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
+    t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
+    merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
+    ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
+    pos = np.searchsorted(tl, ul)
+    has_t = np.zeros(len(ul), bool)
+    if len(tl):
+        has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
+    comp_cluster = np.empty(len(ul), np.int64)
+    comp_cluster[has_t] = ttarget[pos[has_t]]
+    newc = np.flatnonzero(~has_t)
+    newc = newc[np.argsort(ufirst[newc], kind="stable")]
+    comp_cluster[newc] = next_cluster + np.arange(len(newc))
+    next_cluster += len(newc)
+    cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
+    return cluster_of, merged, next_cluster
+
+
+def _join_few(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> tuple[np.ndarray, dict, int]:
+    to_arch = [(i, meta[d]["cluster"]) for i, d in zip(ae.tolist(), arch_exact[ae].tolist())]
+    to_arch += [(i, meta[d]["cluster"]) for i, d in zip(ci.tolist(), cd.tolist())]
+    touched = sorted({c for _, c in to_arch})
+    node = {c: n + k for k, c in enumerate(touched)}
+    e = [(i, node[c]) for i, c in to_arch] + list(zip(batch_exact[be].tolist(), be.tolist())) + bp.tolist()
+    labels = np.asarray(neardup.connected_components(n + len(touched), np.array(e, np.uint32).reshape(-1, 2))).tolist()
+    target: dict[int, int] = {}  # component -> its smallest touched cluster (touched is sorted)
+    for k, c in enumerate(touched):
+        target.setdefault(labels[n + k], c)
+    merged = {c: target[labels[n + k]] for k, c in enumerate(touched) if target[labels[n + k]] != c}
+    fresh: dict[int, int] = {}
+    cluster_of = []
+    for lab in labels[:n]:
+        c = target.get(lab)
+        if c is None:
+            c = fresh.get(lab)
+            if c is None:
+                c = fresh[lab] = next_cluster
+                next_cluster += 1
+        cluster_of.append(c)
+    return np.array(cluster_of, np.int64), merged, next_cluster
+
+
+def _group(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> tuple[tuple, dict[int, list[int]]]:
+    """The batch documents grouped by cluster: the new clusters of one document (a story of its
+    own: its own keeper, no rule to run) as (clusters sorted, their document), and every other
+    cluster's batch documents in batch order."""
+    n = len(cluster_of)
+    by_cl = np.argsort(cluster_of, kind="stable")
+    cs = cluster_of[by_cl]
+    g_start = np.flatnonzero(np.concatenate(([True], cs[1:] != cs[:-1]))) if n else np.zeros(0, np.int64)
+    g_cl = cs[g_start]
+    g_size = np.diff(np.concatenate((g_start, [n])))
+    single = (g_cl >= first_new) & (g_size == 1)
+    singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
+    batch_by_cluster: dict[int, list[int]] = {}
+    by_cl_l = by_cl.tolist()
+    for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
+        batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
+    return singles, batch_by_cluster
+
+
+def _group_few(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> tuple[tuple, dict[int, list[int]]]:
+    groups: dict[int, list[int]] = {}
+    for i, c in enumerate(cluster_of.tolist()):
+        groups.setdefault(c, []).append(i)
+    dn = doc_nums.tolist()
+    one = [c for c in sorted(groups) if c >= first_new and len(groups[c]) == 1]
+    singles = (np.array(one, np.int64), np.array([dn[groups[c][0]] for c in one], np.int64))
+    return singles, {c: groups[c] for c in sorted(groups) if not (c >= first_new and len(groups[c]) == 1)}
+
+
+def _best_pairs(tgt: np.ndarray, sims: np.ndarray) -> list[int]:
+    """Per target, the position of its most similar pair (the first of equals)."""
+    o = np.lexsort((np.arange(len(tgt)), -sims, tgt))
+    return o[np.concatenate(([True], tgt[o][1:] != tgt[o][:-1]))].tolist()
+
+
+def _best_pairs_few(tgt: np.ndarray, sims: np.ndarray) -> list[int]:
+    best: dict[int, int] = {}
+    sl = sims.tolist()
+    for p, i in enumerate(tgt.tolist()):
+        b = best.get(i)
+        if b is None or sl[p] > sl[b]:
+            best[i] = p
+    return list(best.values())
 
 
 def _cluster_row(rows, prefer) -> dict:
