@@ -535,8 +535,9 @@ class Index:
             q = rep_keys[j]
             q_, d = _cat(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
                          st.l0.lookup(j, q, st.tombstones))
-            ca_i.append(reps[q_])
-            ca_d.append(d)
+            if len(q_):  # (most bands of a single new article have no hit)
+                ca_i.append(reps[q_])
+                ca_d.append(d)
         ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
         cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
         if len(ci):  # each (batch document, archive document) once, in that order
@@ -710,7 +711,9 @@ class Index:
         key = tuple(s[0] for s in st.segments)
         held = self._few
         if held is None or held[0] != key:
-            parts = [[p.exact for p in arrays]] + [[p.bands[j] for p in arrays] for j in range(self.config.bands)]
+            # empty arrays (a segment without postings of a band) answer nothing: left out
+            parts = [[p.exact for p in arrays if len(p.exact[0])]] + [
+                [p.bands[j] for p in arrays if len(p.bands[j][0])] for j in range(self.config.bands)]
             held = (key, [(ps, _core.PostingArrays([k for k, _ in ps], [d for _, d in ps])) for ps in parts])
             self._few = held  # one assignment: readers in other threads see the old or the new
         return held[1]
@@ -1032,7 +1035,17 @@ class Index:
         return plan.verdicts
 
     def existing_ids(self, keys: list[str]) -> set[str]:
-        """Which of these ids (as strings) are in the index."""
+        """Which of these ids (as strings) are in the index.
+
+        A few ids asked while no add runs (the service's writer thread checks each group's ids
+        before adding it) are looked up through the writer's connection: a reader connection's
+        page cache is dropped whenever another connection has committed (SQLite, WAL mode), so
+        after every add its probe read the id index's pages again (~0.3 ms of an add)."""
+        if len(keys) <= EXISTING_ON_WRITER and self._wconn is not None and self._wlock.acquire(blocking=False):
+            try:
+                return set(self._present(self._wconn, keys))
+            finally:
+                self._wlock.release()
         return set(self._present(self._conn(), keys))
 
     def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
@@ -1152,11 +1165,8 @@ class Index:
             # (one new document each, its own keeper) and the new clusters of several documents
             fn = plan.first_new
             multi_new = [(c, k, s_) for c, (k, s_) in plan.cluster_rows.items() if c >= fn]
-            ncl = np.concatenate([plan.singles[0], np.array([r[0] for r in multi_new], np.int64)])
-            nkeep = np.concatenate([plan.singles[1], np.array([r[1] for r in multi_new], np.int64)])
-            nsize = np.concatenate([np.ones(len(plan.singles[0]), np.int64), np.array([r[2] for r in multi_new], np.int64)])
-            o = np.argsort(ncl, kind="stable")
-            insert_columns(conn, "clusters", [ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist() if multi_new else Const(1),
+            ncl, nkeep, nsize = (_new_clusters_few if n <= SMALL_PLAN else _new_clusters)(plan.singles, multi_new)
+            insert_columns(conn, "clusters", [ncl, nkeep, nsize if multi_new else Const(1),
                                               Const(now), Const(now), Const(None)], len(ncl))
             # (each statement only when it has rows: a new story, the service's usual add, has none)
             grown = [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c < fn]
@@ -1630,6 +1640,10 @@ class Index:
 #: groups of at most this many documents take the steps' forms for a few documents
 SMALL_PLAN = 16
 
+#: existing_ids of at most this many ids may use the writer's connection (holding the add
+#: lock that long is then short)
+EXISTING_ON_WRITER = 1000
+
 
 def _first_in_archive(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
     """Per batch document, the first (smallest) archive document with its exact key, else -1.
@@ -1783,6 +1797,22 @@ def _group_few(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> 
     one = [c for c in sorted(groups) if c >= first_new and len(groups[c]) == 1]
     singles = (np.array(one, np.int64), np.array([dn[groups[c][0]] for c in one], np.int64))
     return singles, {c: groups[c] for c in sorted(groups) if not (c >= first_new and len(groups[c]) == 1)}
+
+
+def _new_clusters(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
+    """The rows of an add's new clusters, in increasing order (appended to the table's B-tree):
+    the singles (a new document, its own keeper) and `multi`, (cluster, keeper, size) of the new
+    clusters of several documents. Returns the columns cluster, keeper, size."""
+    ncl = np.concatenate([singles[0], np.array([r[0] for r in multi], np.int64)])
+    nkeep = np.concatenate([singles[1], np.array([r[1] for r in multi], np.int64)])
+    nsize = np.concatenate([np.ones(len(singles[0]), np.int64), np.array([r[2] for r in multi], np.int64)])
+    o = np.argsort(ncl, kind="stable")
+    return ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist()
+
+
+def _new_clusters_few(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
+    rows = sorted([(c, k, 1) for c, k in zip(singles[0].tolist(), singles[1].tolist())] + multi)
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
 def _best_pairs(tgt: np.ndarray, sims: np.ndarray) -> list[int]:
