@@ -888,13 +888,8 @@ class Index:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
-        batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)]))
-        arch_need = np.unique(cd)
-        nb = len(batch_need)
-        pa = np.stack([np.searchsorted(batch_need, ci), nb + np.searchsorted(arch_need, cd)], axis=1).reshape(-1, 2)
-        pb = np.searchsorted(batch_need, bp).reshape(-1, 2)
-        allp = np.concatenate([pa, pb])
-        bl, al = batch_need.tolist(), arch_need.tolist()
+        batch_need, bl, al, allp = (_pair_rows_few if len(docs) <= SMALL_PLAN else _pair_rows)(ci, cd, bp)
+        na = len(ci)
         if self.config.verify == "exact":
             hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
             sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
@@ -903,7 +898,7 @@ class Index:
             mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
             sims = self._estimate(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
-        return sims[: len(pa)], sims[len(pa) :]
+        return sims[:na], sims[na:]
 
     def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match,
                      arch_rows: dict[int, dict], cache: dict) -> None:
@@ -1797,6 +1792,28 @@ def _group_few(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> 
     one = [c for c in sorted(groups) if c >= first_new and len(groups[c]) == 1]
     singles = (np.array(one, np.int64), np.array([dn[groups[c][0]] for c in one], np.int64))
     return singles, {c: groups[c] for c in sorted(groups) if not (c >= first_new and len(groups[c]) == 1)}
+
+
+def _pair_rows(ci: np.ndarray, cd: np.ndarray, bp: np.ndarray) -> tuple[np.ndarray, list, list, np.ndarray]:
+    """The items a verification needs, batch documents (sorted) then archive ones (sorted), and
+    each candidate pair, (ci, cd) then `bp`, as a pair of rows of that list of items. Returns
+    (batch documents as an array, as a list, archive documents, the pairs of rows)."""
+    batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)]))
+    arch_need = np.unique(cd)
+    nb = len(batch_need)
+    pa = np.stack([np.searchsorted(batch_need, ci), nb + np.searchsorted(arch_need, cd)], axis=1).reshape(-1, 2)
+    pb = np.searchsorted(batch_need, bp).reshape(-1, 2)
+    return batch_need, batch_need.tolist(), arch_need.tolist(), np.concatenate([pa, pb])
+
+
+def _pair_rows_few(ci: np.ndarray, cd: np.ndarray, bp: np.ndarray) -> tuple[np.ndarray, list, list, np.ndarray]:
+    bpl = bp.tolist()
+    bl = sorted(set(ci.tolist()).union(x for p in bpl for x in p))
+    al = sorted(set(cd.tolist()))
+    row = {x: k for k, x in enumerate(bl)}
+    row_a = {d: len(bl) + k for k, d in enumerate(al)}
+    pairs = [(row[i], row_a[d]) for i, d in zip(ci.tolist(), cd.tolist())] + [(row[a], row[b]) for a, b in bpl]
+    return np.array(bl, np.int64), bl, al, np.array(pairs, np.int64).reshape(-1, 2)
 
 
 def _new_clusters(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
