@@ -22,12 +22,25 @@ import numpy as np
 from neardup import _core
 from neardup.index.bulk import Const
 
-__all__ = ["PendingTexts", "BACKGROUND_MIN"]
+__all__ = ["LogFile", "PendingTexts", "BACKGROUND_MIN"]
 
 #: adds of fewer documents write their texts inline
 BACKGROUND_MIN = 2000
 
 _END = object()
+
+
+class LogFile:
+    """The writer's descriptor of the text log it appends to, kept open from one add to the
+    next (an open and a close per add were a tenth of a single article's add). Only the writer
+    writes through it, one add at a time (it holds the writer lock and the add lock)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR)
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 class PendingTexts:
@@ -36,12 +49,12 @@ class PendingTexts:
     ``texts`` given: written inline (small) or in a thread (large). ``texts=None``: a thread
     writes whatever ``put`` hands it until ``end()``."""
 
-    def __init__(self, path: str, file_id: int, committed: int, texts: list[str] | None, fsync: bool,
+    def __init__(self, log: LogFile, file_id: int, committed: int, texts: list[str] | None, fsync: bool,
                  defer: tuple[int, int] | None = None) -> None:
         """`defer` = (documents, characters): an add of at most that much (with `fsync`) does not
         fsync the log; its texts are left in ``in_db`` for the commit to make durable in SQLite
         (index/pending.py). Known at once for `texts`, at ``end()`` in streaming mode."""
-        self.path, self.file_id, self.committed, self.fsync = path, file_id, committed, fsync
+        self.path, self.file_id, self.committed, self.fsync = log.path, file_id, committed, fsync
         self._defer = defer if fsync else None
         self._kept: list[str] | None = [] if self._defer is not None else None
         self._chars = 0
@@ -58,7 +71,7 @@ class PendingTexts:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._q: queue.Queue | None = None
-        self._fd = os.open(path, os.O_RDWR)
+        self._fd = log.fd
         if texts is None:
             self._q = queue.Queue()
             self._thread = threading.Thread(target=self._drain, name="neardup-texts", daemon=True)
@@ -103,7 +116,10 @@ class PendingTexts:
     def _finish(self) -> None:
         try:
             if self._error is None:
-                os.ftruncate(self._fd, self._off)
+                if os.fstat(self._fd).st_size != self._off:
+                    # bytes a failed add left past our end: cut off (the log then ends where
+                    # this add's texts end, as after any add)
+                    os.ftruncate(self._fd, self._off)
                 if self._kept is not None:
                     self.in_db, self.fsync = self._kept, False
                 if self.fsync:
@@ -115,8 +131,6 @@ class PendingTexts:
                 self._result = (cols, self._off)
         except BaseException as exc:  # handed to the committing thread by result()
             self._error = exc
-        finally:
-            os.close(self._fd)
 
     def _all(self, texts: list[str]) -> None:
         try:

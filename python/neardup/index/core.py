@@ -39,7 +39,7 @@ from neardup.index.errors import (
 )
 from neardup.index import fold
 from neardup.index.segment import Postings, write_segment
-from neardup.index.append import PendingTexts
+from neardup.index.append import LogFile, PendingTexts
 from neardup.index.bulk import Const, insert_columns
 from neardup.index.intake import Signed, read_and_sign, read_checked, sign
 from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3
@@ -186,13 +186,16 @@ class Index:
         self._wconn: sqlite3.Connection | None = None
         self._segcache = SegmentCache(directory)
         self._texts = TextLog(directory)
+        self._logf: LogFile | None = None  # the writer's descriptor of the log it appends to
         self._state: State | None = None
         self._state_lock = threading.Lock()
         self._closed = False
         self._all_conns: list[sqlite3.Connection] = []
         self._pending = pend.PendingLog(has_rows=False)  # set up by the writer's open (_recover)
-        self._few: tuple | None = None
-        self._meta_memo: dict[str, str] | None = None  # within an add: _add_locked  # (segment names, PostingArrays per band): _few_handles
+        self._few: tuple | None = None  # (segment names, PostingArrays per band): _few_handles
+        #: within an add (_add_locked): the meta values it reads, and the text_files rows
+        self._meta_memo: dict[str, str] | None = None
+        self._files_memo: list[tuple[int, str, int]] | None = None
         #: wall seconds per stage of the last add or query (for benchmarks)
         self.last_stages: dict[str, float] = {}
 
@@ -362,6 +365,7 @@ class Index:
             except Exception:  # pragma: no cover
                 pass
         self._texts.close()
+        self._drop_log_file()
         self._lock.release()
 
     def __enter__(self) -> "Index":
@@ -515,37 +519,29 @@ class Index:
 
         # exact pass: against the archive, then the earlier part of the batch
         few = self._few_handles(st, arrays)  # cached per set of segments
-        qi, adocs = _cat(lookup([p.exact for p in arrays], ek[tok_idx], st.tombstones, few[0]),
+        qi, adocs = _cat(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
-        arch_exact = np.full(n, -1, np.int64)
-        if len(qi):
-            order = np.lexsort((adocs, qi))
-            qi, adocs = qi[order], adocs[order]
-            first = np.r_[True, qi[1:] != qi[:-1]]
-            arch_exact[tok_idx[qi[first]]] = adocs[first]
-        batch_exact = np.full(n, -1, np.int64)
+        small = n <= SMALL_PLAN
+        arch_exact = (_first_in_archive_few if small else _first_in_archive)(qi, adocs, tok_idx, n)
         rest = tok_idx[arch_exact[tok_idx] < 0]
-        if len(rest):  # each key's first document in the batch (np.unique's index: the first)
-            _, first_pos, inv = np.unique(ek[rest], return_index=True, return_inverse=True)
-            rep = rest[first_pos][inv.reshape(-1)]
-            d_ = rep != rest
-            batch_exact[rest[d_]] = rep[d_]
+        batch_exact = (_first_in_batch_few if small else _first_in_batch)(ek, rest, n)
         reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
 
         # candidates: archive postings for each representative, LSH pairs inside the batch
         rep_rows = sig_row[reps]
+        rep_keys = np.ascontiguousarray(bk[rep_rows].T)  # band j's keys: row j
         ca_i, ca_d = [], []
         for j in range(cfg.bands):
-            q = np.ascontiguousarray(bk[rep_rows, j])
-            q_, d = _cat(lookup([p.bands[j] for p in arrays], q, st.tombstones, few[j + 1]),
+            q = rep_keys[j]
+            q_, d = _cat(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
                          st.l0.lookup(j, q, st.tombstones))
-            ca_i.append(reps[q_])
-            ca_d.append(d)
+            if len(q_):  # (most bands of a single new article have no hit)
+                ca_i.append(reps[q_])
+                ca_d.append(d)
         ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
         cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
-        if len(ci):  # each (batch document, archive document) once; both < 2^32
-            u = np.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
-            ci, cd = (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        if len(ci):  # each (batch document, archive document) once, in that order
+            ci, cd = (_unique_pairs_few if small else _unique_pairs)(ci, cd)
         if len(reps) > 1:
             bp = pairs_from_keys(np.ascontiguousarray(bk[rep_rows])).astype(np.int64)
             bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
@@ -554,8 +550,8 @@ class Index:
 
         sw.lap("plan: lookups, batch pairs")
         # archive documents involved (candidates and exact targets): metadata in this snapshot
-        arch_docs = np.unique(np.concatenate([cd, arch_exact[arch_exact >= 0]]))
-        meta = self._doc_meta(conn, arch_docs.tolist())
+        arch_docs = sorted(set(cd.tolist()).union(arch_exact[arch_exact >= 0].tolist()))
+        meta = self._doc_meta(conn, arch_docs)
         alive = np.array([d in meta for d in cd.tolist()], dtype=bool) if len(cd) else np.zeros(0, bool)
         ci, cd = ci[alive], cd[alive]
         for i in np.flatnonzero(arch_exact >= 0).tolist():
@@ -592,52 +588,15 @@ class Index:
             # each document starts a cluster of its own, numbered in batch order, which is what
             # the general path below gives, without its two dozen array calls
             first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            touched = np.zeros(0, np.int64)
             merged: dict[int, int] = {}
             cluster_of = next_cluster + np.arange(n, dtype=np.int64)
             next_cluster += n
             all_new = True
         else:
             all_new = False
-            # union-find over batch documents and the archive clusters they touch (node n + k for
-            # the k-th touched cluster, in increasing order)
-            m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
-            m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
-            o = np.argsort(m_docs)
-            m_docs, m_cl = m_docs[o], m_cl[o]
-
-            def cluster_of_arch(d: np.ndarray) -> np.ndarray:
-                return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
-
-            c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
-            touched = np.unique(np.concatenate([c_ae, c_cd]))
-            e = np.concatenate([
-                np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
-                np.stack([batch_exact[be], be], axis=1),
-                np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
-                bp]).astype(np.uint32)
-            N = n + len(touched)
-            labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
-            lab_b, lab_t = labels[:n], labels[n:]
-            # a component's cluster: the smallest archive cluster in it (merging the others into it),
-            # else a new one; new ones are numbered in the order their first document comes
             first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            tl, tfirst = np.unique(lab_t, return_index=True)
-            ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
-            t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
-            merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
-            ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
-            pos = np.searchsorted(tl, ul)
-            has_t = np.zeros(len(ul), bool)
-            if len(tl):
-                has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
-            comp_cluster = np.empty(len(ul), np.int64)
-            comp_cluster[has_t] = ttarget[pos[has_t]]
-            newc = np.flatnonzero(~has_t)
-            newc = newc[np.argsort(ufirst[newc], kind="stable")]
-            comp_cluster[newc] = next_cluster + np.arange(len(newc))
-            next_cluster += len(newc)
-            cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
+            cluster_of, merged, next_cluster = (_join_few if small else _join)(
+                n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster)
 
         sw.lap("plan: union-find")
         # keepers and similarities to the keeper, per affected cluster
@@ -648,24 +607,11 @@ class Index:
             singles = (cluster_of, doc_nums)
             batch_by_cluster = {}
         else:
-            # batch documents grouped by cluster; a new cluster of one document (the common case:
-            # a story of its own) is its own keeper, with no rule to run
-            by_cl = np.argsort(cluster_of, kind="stable")
-            cs = cluster_of[by_cl]
-            g_start = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if n else np.zeros(0, np.int64)
-            g_cl = cs[g_start]
-            g_size = np.diff(np.r_[g_start, n])
-            single = (g_cl >= first_new) & (g_size == 1)
-            singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
-            batch_by_cluster: dict[int, list[int]] = {}
-            by_cl_l = by_cl.tolist()
-            for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
-                batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
+            singles, batch_by_cluster = (_group_few if small else _group)(cluster_of, doc_nums, first_new)
         multi_cl = sorted(batch_by_cluster)
-        old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged))
-        old_keeper = {c: k for c, k in conn.execute(
-            f"SELECT cluster, keeper FROM clusters WHERE cluster IN ({','.join('?' * len(touched))})", touched.tolist())} \
-            if len(touched) else {}
+        # the clusters asked for are the touched ones (each joined by a batch document or merged)
+        old_keeper: dict[int, int | None] = {}
+        old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged), old_keeper)
         cluster_rows: dict[int, tuple[int, int]] = {}  # clusters other than the singles: (keeper, size)
         member_updates: list[tuple[float, str | None, int, int]] = []
         new_sim = np.ones(n)
@@ -712,9 +658,9 @@ class Index:
                 else:
                     sim_jobs.append(("b", i, "k", keeper_doc, c))
         sw.lap("plan: keepers")
-        arch_ekey = {m["doc"]: m["exact_key"] & 0xFFFFFFFFFFFFFFFF for ms in old_members.values() for m in ms}
+        arch_rows = {m["doc"]: m for ms in old_members.values() for m in ms}
         self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match,
-                          arch_ekey, hcache)
+                          arch_rows, hcache)
         sw.lap("plan: similarities to keepers")
 
         # closest earlier document of each batch document: an exact match, else the most similar
@@ -727,10 +673,8 @@ class Index:
         tgt = np.concatenate([ci, bp[:, 1]])
         if len(tgt):
             sims_all = np.concatenate([sims_a, sims_b])
-            o = np.lexsort((np.arange(len(tgt)), -sims_all, tgt))
-            best = o[np.r_[True, tgt[o][1:] != tgt[o][:-1]]]
             na = len(ci)
-            for p_ in best.tolist():
+            for p_ in (_best_pairs_few if small else _best_pairs)(tgt, sims_all):
                 i = int(tgt[p_])
                 if closest[i] is None:
                     ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
@@ -761,14 +705,16 @@ class Index:
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
                      cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
 
-    def _few_handles(self, st: State, arrays: list[Postings]) -> list:
-        """Per band (exact keys first), the segments' arrays held by the Rust core for look-ups
-        of a few keys (store.lookup's small path), made once per set of segments."""
+    def _few_handles(self, st: State, arrays: list[Postings]) -> list[tuple[list, _core.PostingArrays]]:
+        """Per band (exact keys first), the segments' arrays, and the same held by the Rust core
+        for look-ups of a few keys (store.lookup's small path), made once per set of segments."""
         key = tuple(s[0] for s in st.segments)
         held = self._few
         if held is None or held[0] != key:
-            parts = [[p.exact for p in arrays]] + [[p.bands[j] for p in arrays] for j in range(self.config.bands)]
-            held = (key, [_core.PostingArrays([k for k, _ in ps], [d for _, d in ps]) for ps in parts])
+            # empty arrays (a segment without postings of a band) answer nothing: left out
+            parts = [[p.exact for p in arrays if len(p.exact[0])]] + [
+                [p.bands[j] for p in arrays if len(p.bands[j][0])] for j in range(self.config.bands)]
+            held = (key, [(ps, _core.PostingArrays([k for k, _ in ps], [d for _, d in ps])) for ps in parts])
             self._few = held  # one assignment: readers in other threads see the old or the new
         return held[1]
 
@@ -783,16 +729,24 @@ class Index:
                              "text": r[4:8], "signature": r[8]}
         return out
 
-    def _cluster_members(self, conn, clusters: list[int]) -> dict[int, list[dict]]:
+    def _cluster_members(self, conn, clusters: list[int], keepers: dict[int, int | None] | None = None
+                         ) -> dict[int, list[dict]]:
+        """The members of these clusters, with where their texts are (``_texts_of`` then needs
+        no query of its own); `keepers`, when given, gets each cluster's keeper from the same
+        statement."""
         out: dict[int, list[dict]] = {}
         for s in range(0, len(clusters), 30000):
             chunk = clusters[s : s + 30000]
-            q = (f"SELECT doc, id, id_int, published_at, source, exact_key, cluster, similarity, match FROM documents "
-                 f"WHERE cluster IN ({','.join('?' * len(chunk))})")
+            q = (f"SELECT d.doc, d.id, d.id_int, d.published_at, d.source, d.exact_key, d.cluster, d.similarity, "
+                 f"d.match, d.text_file, d.text_offset, d.text_length, d.text_crc, c.keeper FROM documents d "
+                 f"LEFT JOIN clusters c ON c.cluster = d.cluster WHERE d.cluster IN ({','.join('?' * len(chunk))})")
             for r in conn.execute(q, chunk):
                 out.setdefault(r[6], []).append({
                     "doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "published_at": r[3],
-                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8]})
+                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8],
+                    "text": r[9:13]})
+                if keepers is not None:
+                    keepers[r[6]] = r[13]
         return out
 
     # ------------------------------------------------------------------ verification helpers
@@ -801,7 +755,7 @@ class Index:
         rows = dict(meta or {})
         if need:
             rows.update(self._doc_meta(conn, need))
-        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+        names = {f: name for f, name, _ in self._text_files(conn)}
         by_file: dict[int, list[int]] = {}
         for d in doc_list:
             r = rows.get(d)
@@ -934,13 +888,8 @@ class Index:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
-        batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)]))
-        arch_need = np.unique(cd)
-        nb = len(batch_need)
-        pa = np.stack([np.searchsorted(batch_need, ci), nb + np.searchsorted(arch_need, cd)], axis=1).reshape(-1, 2)
-        pb = np.searchsorted(batch_need, bp).reshape(-1, 2)
-        allp = np.concatenate([pa, pb])
-        bl, al = batch_need.tolist(), arch_need.tolist()
+        batch_need, bl, al, allp = (_pair_rows_few if len(docs) <= SMALL_PLAN else _pair_rows)(ci, cd, bp)
+        na = len(ci)
         if self.config.verify == "exact":
             hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
             sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
@@ -949,19 +898,20 @@ class Index:
             mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
             sims = self._estimate(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
-        return sims[: len(pa)], sims[len(pa) :]
+        return sims[:na], sims[na:]
 
     def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match,
-                     arch_ekey: dict[int, int], cache: dict) -> None:
+                     arch_rows: dict[int, dict], cache: dict) -> None:
         """Similarity of members to their keeper (1.0 'exact' for the same normalised text).
-        `arch_ekey`: the exact key of every archive member of an affected cluster."""
+        `arch_rows`: every archive member of an affected cluster (``_cluster_members``)."""
         if not jobs:
             return
         dn0, n = (int(doc_nums[0]), len(doc_nums)) if len(doc_nums) else (0, 0)
         ekl = ek.tolist()
 
         def ekey(d: int) -> int:
-            return ekl[d - dn0] if dn0 <= d < dn0 + n else arch_ekey.get(d, 0)
+            m = arch_rows.get(d)
+            return ekl[d - dn0] if dn0 <= d < dn0 + n else (m["exact_key"] & 0xFFFFFFFFFFFFFFFF if m else 0)
 
         need_pairs = []
         for job in jobs:
@@ -979,7 +929,8 @@ class Index:
         pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
         item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
         if self.config.verify == "exact":
-            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, None, cache)), pr, self.config.measure, self.threads)
+            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.measure,
+                                self.threads)
         else:
             asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])
             mat = np.stack([self._as_stored(sigs[sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
@@ -1069,7 +1020,7 @@ class Index:
                 plan.stages.times = {**sw.times, **plan.stages.times}
             self._commit(conn, plan, t0, note, pending)
         finally:
-            self._meta_memo = None
+            self._meta_memo = self._files_memo = None
             if pending is not None:
                 pending.wait()
         st = self._state
@@ -1079,7 +1030,17 @@ class Index:
         return plan.verdicts
 
     def existing_ids(self, keys: list[str]) -> set[str]:
-        """Which of these ids (as strings) are in the index."""
+        """Which of these ids (as strings) are in the index.
+
+        A few ids asked while no add runs (the service's writer thread checks each group's ids
+        before adding it) are looked up through the writer's connection: a reader connection's
+        page cache is dropped whenever another connection has committed (SQLite, WAL mode), so
+        after every add its probe read the id index's pages again (~0.3 ms of an add)."""
+        if len(keys) <= EXISTING_ON_WRITER and self._wconn is not None and self._wlock.acquire(blocking=False):
+            try:
+                return set(self._present(self._wconn, keys))
+            finally:
+                self._wlock.release()
         return set(self._present(self._conn(), keys))
 
     def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
@@ -1091,8 +1052,17 @@ class Index:
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
 
+    def _text_files(self, conn) -> list[tuple[int, str, int]]:
+        """The rows of text_files (file, name, committed) by file number; read once per add (the
+        add's own commit is the only writer of them while it holds the writer lock)."""
+        if self._meta_memo is not None and conn is self._wconn:
+            if self._files_memo is None:
+                self._files_memo = conn.execute("SELECT file, name, committed FROM text_files ORDER BY file").fetchall()
+            return self._files_memo
+        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file").fetchall()
+
     def _last_text_file(self, conn) -> tuple[int, str, int]:
-        return conn.execute("SELECT file, name, committed FROM text_files ORDER BY file DESC LIMIT 1").fetchone()
+        return self._text_files(conn)[-1]
 
     def _append_texts(self, conn, docs: list[Checked]) -> PendingTexts | None:
         """Start writing the batch's texts past the log's committed length (garbage until the
@@ -1100,7 +1070,7 @@ class Index:
         if not (self.config.store_text and docs):
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(os.path.join(self.directory, name), fid, committed, [c.text for c in docs],
+        return PendingTexts(self._log_file(name), fid, committed, [c.text for c in docs],
                             fsync=self.sync != "normal", defer=pend.DEFER)
 
     def _text_writer(self, conn) -> PendingTexts | None:
@@ -1108,8 +1078,21 @@ class Index:
         if not self.config.store_text:
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(os.path.join(self.directory, name), fid, committed, None, fsync=self.sync != "normal",
+        return PendingTexts(self._log_file(name), fid, committed, None, fsync=self.sync != "normal",
                             defer=pend.DEFER)
+
+    def _log_file(self, name: str) -> LogFile:
+        """The open log `name` (a compact starts a new one: the old descriptor is closed)."""
+        path = os.path.join(self.directory, name)
+        if self._logf is None or self._logf.path != path:
+            self._drop_log_file()
+            self._logf = LogFile(path)
+        return self._logf
+
+    def _drop_log_file(self) -> None:
+        if self._logf is not None:
+            self._logf.close()
+            self._logf = None
 
     def _commit(self, conn, plan: _Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
@@ -1177,11 +1160,8 @@ class Index:
             # (one new document each, its own keeper) and the new clusters of several documents
             fn = plan.first_new
             multi_new = [(c, k, s_) for c, (k, s_) in plan.cluster_rows.items() if c >= fn]
-            ncl = np.concatenate([plan.singles[0], np.array([r[0] for r in multi_new], np.int64)])
-            nkeep = np.concatenate([plan.singles[1], np.array([r[1] for r in multi_new], np.int64)])
-            nsize = np.concatenate([np.ones(len(plan.singles[0]), np.int64), np.array([r[2] for r in multi_new], np.int64)])
-            o = np.argsort(ncl, kind="stable")
-            insert_columns(conn, "clusters", [ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist() if multi_new else Const(1),
+            ncl, nkeep, nsize = (_new_clusters_few if n <= SMALL_PLAN else _new_clusters)(plan.singles, multi_new)
+            insert_columns(conn, "clusters", [ncl, nkeep, nsize if multi_new else Const(1),
                                               Const(now), Const(now), Const(None)], len(ncl))
             # (each statement only when it has rows: a new story, the service's usual add, has none)
             grown = [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c < fn]
@@ -1253,10 +1233,11 @@ class Index:
 
     def _bump(self, conn, **vals) -> int:
         gen = int(self._meta(conn, "generation")) + 1
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (str(gen),))
-        for k, v in vals.items():
-            if v is not None:
-                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (str(v), k))
+        sets = {"generation": str(gen), **{k: str(v) for k, v in vals.items() if v is not None}}
+        # one statement for every key (an add sets four): each statement is a round trip
+        whens = " ".join("WHEN ? THEN ?" for _ in sets)
+        conn.execute(f"UPDATE meta SET value = CASE key {whens} END WHERE key IN ({','.join('?' * len(sets))})",
+                     [x for kv in sets.items() for x in kv] + list(sets))
         return gen
 
     def _advance_state(self, st: State, gen: int, seg, prow) -> None:
@@ -1487,6 +1468,8 @@ class Index:
                 raise
             self._committed_for_good()
             self._texts.retire(old_texts if new_text is not None else [])
+            if new_text is not None:
+                self._drop_log_file()  # its file is deleted below
             for f in old_segs + (old_texts if new_text is not None else []):
                 try:
                     os.unlink(os.path.join(self.directory, f))
@@ -1656,6 +1639,228 @@ class Index:
             if conn.in_transaction:
                 conn.execute("COMMIT")
         return {"sqlite": "ok", "segments": len(st.segments), "texts": k}
+
+
+# ---------------------------------------------------------------------- the plan's steps
+# Each step has a batch form (numpy: sorts over arrays) and a form for a few documents (lists
+# and dicts: the service's single articles, where numpy's cost per call, a few microseconds
+# times some sixty calls, was most of the plan). Both make the same decisions
+# (tests/index/test_small_plan.py runs every add both ways).
+
+#: groups of at most this many documents take the steps' forms for a few documents
+SMALL_PLAN = 16
+
+#: existing_ids of at most this many ids may use the writer's connection (holding the add
+#: lock that long is then short)
+EXISTING_ON_WRITER = 1000
+
+
+def _first_in_archive(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
+    """Per batch document, the first (smallest) archive document with its exact key, else -1.
+    (qi, adocs): the exact-key hits, qi indexing tok_idx."""
+    arch_exact = np.full(n, -1, np.int64)
+    if len(qi):
+        order = np.lexsort((adocs, qi))
+        qi, adocs = qi[order], adocs[order]
+        first = np.concatenate(([True], qi[1:] != qi[:-1]))
+        arch_exact[tok_idx[qi[first]]] = adocs[first]
+    return arch_exact
+
+
+def _first_in_archive_few(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
+    arch_exact = np.full(n, -1, np.int64)
+    best: dict[int, int] = {}
+    for q, d in zip(qi.tolist(), adocs.tolist()):
+        if d < best.get(q, d + 1):
+            best[q] = d
+    tl = tok_idx.tolist()
+    for q, d in best.items():
+        arch_exact[tl[q]] = d
+    return arch_exact
+
+
+def _first_in_batch(ek: np.ndarray, rest: np.ndarray, n: int) -> np.ndarray:
+    """Per batch document of `rest`, the first earlier one in `rest` with its exact key, else -1."""
+    batch_exact = np.full(n, -1, np.int64)
+    if len(rest):  # np.unique's index is a key's first position
+        _, first_pos, inv = np.unique(ek[rest], return_index=True, return_inverse=True)
+        rep = rest[first_pos][inv.reshape(-1)]
+        d_ = rep != rest
+        batch_exact[rest[d_]] = rep[d_]
+    return batch_exact
+
+
+def _first_in_batch_few(ek: np.ndarray, rest: np.ndarray, n: int) -> np.ndarray:
+    batch_exact = np.full(n, -1, np.int64)
+    first: dict[int, int] = {}
+    for i, k in zip(rest.tolist(), ek[rest].tolist()):
+        j = first.setdefault(k, i)
+        if j != i:
+            batch_exact[i] = j
+    return batch_exact
+
+
+def _unique_pairs(ci: np.ndarray, cd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (batch document, archive document) once, sorted; both < 2^32."""
+    u = np.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
+    return (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+def _unique_pairs_few(ci: np.ndarray, cd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    u = sorted(set(zip(ci.tolist(), cd.tolist())))
+    return np.array([a for a, _ in u], np.int64), np.array([d for _, d in u], np.int64)
+
+
+def _join(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> tuple[np.ndarray, dict, int]:
+    """Union-find over the batch documents (nodes 0..n-1) and the archive clusters they touch
+    (node n + k for the k-th touched cluster, in increasing order), joined by the exact matches
+    (`ae` to the archive, `be` in the batch), the verified candidates (ci, cd) and batch pairs
+    `bp`. A component's cluster is the smallest archive cluster in it (the others merged into
+    it), else a new one; new ones are numbered from `next_cluster` in the order their first
+    document comes. Returns (cluster per batch document, merged: absorbed -> target, the next
+    free cluster number)."""
+    m_docs = np.fromiter(meta.keys(), np.int64, len(meta))
+    m_cl = np.fromiter((m["cluster"] for m in meta.values()), np.int64, len(meta))
+    o = np.argsort(m_docs)
+    m_docs, m_cl = m_docs[o], m_cl[o]
+
+    def cluster_of_arch(d: np.ndarray) -> np.ndarray:
+        return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
+
+    c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
+    touched = np.unique(np.concatenate([c_ae, c_cd]))
+    e = np.concatenate([
+        np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
+        np.stack([batch_exact[be], be], axis=1),
+        np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
+        bp]).astype(np.uint32)
+    N = n + len(touched)
+    labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
+    lab_b, lab_t = labels[:n], labels[n:]
+    tl, tfirst = np.unique(lab_t, return_index=True)
+    ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
+    t_of_touched = ttarget[np.searchsorted(tl, lab_t)] if len(lab_t) else np.zeros(0, np.int64)
+    merged = {c: t for c, t in zip(touched.tolist(), t_of_touched.tolist()) if c != t}
+    ul, ufirst, uinv = np.unique(lab_b, return_index=True, return_inverse=True)
+    pos = np.searchsorted(tl, ul)
+    has_t = np.zeros(len(ul), bool)
+    if len(tl):
+        has_t = tl[np.minimum(pos, len(tl) - 1)] == ul
+    comp_cluster = np.empty(len(ul), np.int64)
+    comp_cluster[has_t] = ttarget[pos[has_t]]
+    newc = np.flatnonzero(~has_t)
+    newc = newc[np.argsort(ufirst[newc], kind="stable")]
+    comp_cluster[newc] = next_cluster + np.arange(len(newc))
+    next_cluster += len(newc)
+    cluster_of = comp_cluster[uinv.reshape(-1)] if n else np.zeros(0, np.int64)
+    return cluster_of, merged, next_cluster
+
+
+def _join_few(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> tuple[np.ndarray, dict, int]:
+    to_arch = [(i, meta[d]["cluster"]) for i, d in zip(ae.tolist(), arch_exact[ae].tolist())]
+    to_arch += [(i, meta[d]["cluster"]) for i, d in zip(ci.tolist(), cd.tolist())]
+    touched = sorted({c for _, c in to_arch})
+    node = {c: n + k for k, c in enumerate(touched)}
+    e = [(i, node[c]) for i, c in to_arch] + list(zip(batch_exact[be].tolist(), be.tolist())) + bp.tolist()
+    labels = np.asarray(neardup.connected_components(n + len(touched), np.array(e, np.uint32).reshape(-1, 2))).tolist()
+    target: dict[int, int] = {}  # component -> its smallest touched cluster (touched is sorted)
+    for k, c in enumerate(touched):
+        target.setdefault(labels[n + k], c)
+    merged = {c: target[labels[n + k]] for k, c in enumerate(touched) if target[labels[n + k]] != c}
+    fresh: dict[int, int] = {}
+    cluster_of = []
+    for lab in labels[:n]:
+        c = target.get(lab)
+        if c is None:
+            c = fresh.get(lab)
+            if c is None:
+                c = fresh[lab] = next_cluster
+                next_cluster += 1
+        cluster_of.append(c)
+    return np.array(cluster_of, np.int64), merged, next_cluster
+
+
+def _group(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> tuple[tuple, dict[int, list[int]]]:
+    """The batch documents grouped by cluster: the new clusters of one document (a story of its
+    own: its own keeper, no rule to run) as (clusters sorted, their document), and every other
+    cluster's batch documents in batch order."""
+    n = len(cluster_of)
+    by_cl = np.argsort(cluster_of, kind="stable")
+    cs = cluster_of[by_cl]
+    g_start = np.flatnonzero(np.concatenate(([True], cs[1:] != cs[:-1]))) if n else np.zeros(0, np.int64)
+    g_cl = cs[g_start]
+    g_size = np.diff(np.concatenate((g_start, [n])))
+    single = (g_cl >= first_new) & (g_size == 1)
+    singles = (g_cl[single], doc_nums[by_cl[g_start[single]]])
+    batch_by_cluster: dict[int, list[int]] = {}
+    by_cl_l = by_cl.tolist()
+    for c, s0, sz in zip(g_cl[~single].tolist(), g_start[~single].tolist(), g_size[~single].tolist()):
+        batch_by_cluster[c] = by_cl_l[s0 : s0 + sz]
+    return singles, batch_by_cluster
+
+
+def _group_few(cluster_of: np.ndarray, doc_nums: np.ndarray, first_new: int) -> tuple[tuple, dict[int, list[int]]]:
+    groups: dict[int, list[int]] = {}
+    for i, c in enumerate(cluster_of.tolist()):
+        groups.setdefault(c, []).append(i)
+    dn = doc_nums.tolist()
+    one = [c for c in sorted(groups) if c >= first_new and len(groups[c]) == 1]
+    singles = (np.array(one, np.int64), np.array([dn[groups[c][0]] for c in one], np.int64))
+    return singles, {c: groups[c] for c in sorted(groups) if not (c >= first_new and len(groups[c]) == 1)}
+
+
+def _pair_rows(ci: np.ndarray, cd: np.ndarray, bp: np.ndarray) -> tuple[np.ndarray, list, list, np.ndarray]:
+    """The items a verification needs, batch documents (sorted) then archive ones (sorted), and
+    each candidate pair, (ci, cd) then `bp`, as a pair of rows of that list of items. Returns
+    (batch documents as an array, as a list, archive documents, the pairs of rows)."""
+    batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)]))
+    arch_need = np.unique(cd)
+    nb = len(batch_need)
+    pa = np.stack([np.searchsorted(batch_need, ci), nb + np.searchsorted(arch_need, cd)], axis=1).reshape(-1, 2)
+    pb = np.searchsorted(batch_need, bp).reshape(-1, 2)
+    return batch_need, batch_need.tolist(), arch_need.tolist(), np.concatenate([pa, pb])
+
+
+def _pair_rows_few(ci: np.ndarray, cd: np.ndarray, bp: np.ndarray) -> tuple[np.ndarray, list, list, np.ndarray]:
+    bpl = bp.tolist()
+    bl = sorted(set(ci.tolist()).union(x for p in bpl for x in p))
+    al = sorted(set(cd.tolist()))
+    row = {x: k for k, x in enumerate(bl)}
+    row_a = {d: len(bl) + k for k, d in enumerate(al)}
+    pairs = [(row[i], row_a[d]) for i, d in zip(ci.tolist(), cd.tolist())] + [(row[a], row[b]) for a, b in bpl]
+    return np.array(bl, np.int64), bl, al, np.array(pairs, np.int64).reshape(-1, 2)
+
+
+def _new_clusters(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
+    """The rows of an add's new clusters, in increasing order (appended to the table's B-tree):
+    the singles (a new document, its own keeper) and `multi`, (cluster, keeper, size) of the new
+    clusters of several documents. Returns the columns cluster, keeper, size."""
+    ncl = np.concatenate([singles[0], np.array([r[0] for r in multi], np.int64)])
+    nkeep = np.concatenate([singles[1], np.array([r[1] for r in multi], np.int64)])
+    nsize = np.concatenate([np.ones(len(singles[0]), np.int64), np.array([r[2] for r in multi], np.int64)])
+    o = np.argsort(ncl, kind="stable")
+    return ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist()
+
+
+def _new_clusters_few(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
+    rows = sorted([(c, k, 1) for c, k in zip(singles[0].tolist(), singles[1].tolist())] + multi)
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def _best_pairs(tgt: np.ndarray, sims: np.ndarray) -> list[int]:
+    """Per target, the position of its most similar pair (the first of equals)."""
+    o = np.lexsort((np.arange(len(tgt)), -sims, tgt))
+    return o[np.concatenate(([True], tgt[o][1:] != tgt[o][:-1]))].tolist()
+
+
+def _best_pairs_few(tgt: np.ndarray, sims: np.ndarray) -> list[int]:
+    best: dict[int, int] = {}
+    sl = sims.tolist()
+    for p, i in enumerate(tgt.tolist()):
+        b = best.get(i)
+        if b is None or sl[p] > sl[b]:
+            best[i] = p
+    return list(best.values())
 
 
 def _cluster_row(rows, prefer) -> dict:

@@ -214,6 +214,11 @@ class SegmentCache:
                     del self.files[k]
 
 
+#: an empty answer, shared (callers never write into the arrays a look-up returns)
+_NONE = np.zeros(0, np.int64)
+_NONE.flags.writeable = False
+
+
 class L0:
     """Level 0 in memory: postings of recent small adds, as a dict (band, key) -> documents.
     Band -1 holds exact keys. Updated in place by this process's own commits, reloaded from
@@ -255,7 +260,7 @@ class L0:
 
     def lookup(self, band: int, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.map or len(q) == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+            return _NONE, _NONE
         get = self.map.get
         qi, ds = [], []
         for i, k in enumerate(q.tolist()):
@@ -268,6 +273,8 @@ class L0:
             else:
                 qi.extend([i] * len(hit))
                 ds.extend(hit)
+        if not ds:  # no hit (the usual answer for a single article's key)
+            return _NONE, _NONE
         qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
         if len(tomb) and len(d_a):
             m = ~np.isin(d_a, tomb)
