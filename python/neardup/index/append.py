@@ -4,9 +4,9 @@ Bytes past the log's committed length belong to no document until the commit's t
 records the new length (a crash or a failed plan leaves them as garbage that the next write
 overwrites and the next writer's recovery cuts off), so they can be written, and fsynced, before
 the plan is done. For a large add the write and the fsync (hundreds of MB for a 200,000-article
-day) then overlap the reading and the plan instead of adding to them: an add from files hands
-each chunk over as soon as it is read (``put``), so the kernel has been writing the pages back
-for the whole add when the final fsync comes. Small adds (the service's single articles) write
+day) then overlap the plan instead of adding to it: an add from files hands the chunks over
+(``put``) once they are read and signed (intake.py: while signing, both cores are busy; the plan
+uses one), and the write runs beside the plan until the final fsync. Small adds (the service's single articles) write
 inline (a thread costs ~0.1 ms) and, with `sync="full"`, skip the log's fsync: their texts are
 made durable in SQLite by the commit instead (``defer``, index/pending.py). The bytes and their
 CRC-32s are written by Rust (``_core.write_texts``: positioned writes, GIL released).

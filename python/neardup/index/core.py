@@ -966,7 +966,8 @@ class Index:
             # checks (see intake.py)
             st = self._state_for(conn)
             loading = _Job(lambda: self._arrays(st))
-            # the texts go to the log chunk by chunk as they are read (append.py)
+            # the texts go to the log once the batch is read and signed (intake.py): the write
+            # then overlaps the one-core plan, not the two-core signing
             pending = self._text_writer(conn)
             try:
                 docs, extras, signed, twice, present = read_and_sign(
