@@ -29,7 +29,7 @@ from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
 from neardup.service.worker import WriterGoneError, WriterProcess
-from neardup.service.writer import FIELDS, GroupWriter, quiet_gc
+from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
 __all__ = ["create_app", "serve"]
 
@@ -418,10 +418,7 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
             writes.close()
             raise
     else:
-        idx = Index.open(directory, **open_kw)
-        idx._writer()  # take the writer lock now: one writer, and a clear error if another holds it
-        idx.query([{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}])
-        writes = GroupWriter(idx, FIELDS)
+        idx, writes = open_writer(directory, open_kw)
     app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes)
     quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)

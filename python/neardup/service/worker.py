@@ -178,21 +178,14 @@ class WriterProcess:
 
 
 # ---------------------------------------------------------------------- the writer process
-WARM_UP = [{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}]
-
-
 def serve_writes(conn: Connection) -> None:
     """The writer process's main: open the index for writing, then answer requests until the
     front says stop or goes away (its end of the pipe closes)."""
-    from neardup.index import Index
-    from neardup.service.writer import FIELDS, GroupWriter, quiet_gc
+    from neardup.service.writer import open_writer, quiet_gc
 
     try:
         directory, open_kw = conn.recv()
-        idx = Index.open(directory, **open_kw)
-        idx._writer()  # the writer lock: a clear error now if another process holds it
-        idx.query(WARM_UP)  # load every segment before the first request
-        writer = GroupWriter(idx, FIELDS)
+        idx, writer = open_writer(directory, open_kw)
     except BaseException as exc:  # noqa: BLE001 - sent to the front, which raises it
         conn.send(("failed", portable(exc)))
         return
@@ -225,8 +218,10 @@ def serve_writes(conn: Connection) -> None:
             # hand-over to a writer thread: one fewer wake-up per request and Python lock pass)
             try:
                 msgs = [conn.recv()]
-                while conn.poll(0) and sum(len(p) for k, _, p in msgs if k == "add") < writer.max_docs:
+                docs = _docs_in(msgs[0])
+                while docs < writer.max_docs and conn.poll(0):
                     msgs.append(conn.recv())
+                    docs += _docs_in(msgs[-1])
             except (EOFError, OSError):
                 break
             group = []
@@ -255,6 +250,12 @@ def serve_writes(conn: Connection) -> None:
     finally:
         writer.close()  # the removes and dry runs still running finish and are answered
         idx.close()
+
+
+def _docs_in(msg: tuple) -> int:
+    """Articles a request adds (a group is cut at GroupWriter.max_docs)."""
+    kind, _, payload = msg
+    return len(payload) if kind == "add" else 0
 
 
 def portable(exc: BaseException) -> BaseException:

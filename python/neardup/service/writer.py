@@ -25,7 +25,7 @@ from neardup.index.errors import DuplicateIdError
 from neardup.io.errors import RecordError
 from neardup.io.records import Fields
 
-__all__ = ["FIELDS", "GroupWriter", "quiet_gc"]
+__all__ = ["FIELDS", "GroupWriter", "open_writer", "quiet_gc"]
 
 # The title is kept with the article but not compared: the guide compares article bodies, and a
 # changed headline must not hide a copy.
@@ -46,7 +46,8 @@ class GroupWriter:
         #: with an index opened sync="group", answers wait for the WAL's fsync in a thread of
         #: their own (Acks) while the writer goes on to the next group
         self.acks = Acks(index) if index.sync == "group" else None
-        self._ensure_thread()
+        # the writer thread starts with the first submit(): the writer process (worker.py)
+        # never submits, it calls write_group from its own main thread
 
     def _ensure_thread(self) -> None:
         """(Re)start the writer thread: an app whose lifespan ended may be served again (tests)."""
@@ -180,6 +181,24 @@ class GroupWriter:
         else:
             for fut, v in answers:
                 fut.set_result(v)
+
+
+WARM_UP = [{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}]
+
+
+def open_writer(directory: str, open_kw: dict) -> tuple[Index, GroupWriter]:
+    """The service's writer on `directory`: the index opened with `open_kw`, its writer lock
+    taken (a clear error now if another process holds it), every segment loaded by a warm-up
+    query (not by the first request), and the group writer over it. ``neardup serve`` calls
+    it in a writer process of its own (worker.py) or in its own process (``--writer thread``)."""
+    idx = Index.open(directory, **open_kw)
+    try:
+        idx._writer()
+        idx.query(WARM_UP)
+        return idx, GroupWriter(idx, FIELDS)
+    except BaseException:
+        idx.close()
+        raise
 
 
 def _waiting(q: queue.Queue, first, limit: int | None = None, size=lambda it: 1) -> tuple[list, bool]:
