@@ -258,14 +258,14 @@ KILLED_AT = textwrap.dedent("""
         ix.add(json.load(open(path)))  # level 0
         real = fold.write_segment
         if phase == "writing the segment":  # a temporary file half written
-            def write(p, postings):
+            def write(p, postings, **kw):
                 with open(p + f".tmp-{os.getpid()}", "wb") as f:
                     f.write(b"NDXSEG01" + bytes(1000))
                     os.fsync(f.fileno())
                 die()
             fold.write_segment = write
         elif phase == "segment written":  # complete, renamed and fsynced, not listed
-            fold.write_segment = lambda p, postings: (real(p, postings), die())
+            fold.write_segment = lambda p, postings, **kw: (real(p, postings, **kw), die())
         elif phase == "in the commit":  # manifest row inserted, level 0 deleted, not committed
             ix._bump = die
         elif phase == "after the commit":  # committed, the in-memory state not yet swapped
@@ -347,7 +347,7 @@ def test_a_failed_fold_changes_nothing_and_a_background_failure_is_reported(tmp_
         assert not os.path.exists(d / pf.name) and _listed(ix) == [] and len(_level0(ix)) == 60
         assert _verdicts(ix.query(probes)) == expected
     with Index.open(d, **FOLDING) as ix:
-        def full(path, p):
+        def full(path, p, **kw):
             raise OSError(28, "No space left on device")
 
         monkeypatch.setattr(fold, "write_segment", full)

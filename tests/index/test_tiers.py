@@ -53,6 +53,48 @@ def test_tail_to_merge():
     assert fold.tail_to_merge([1000, 400, 20], 10) == 1  # 400 > 2 x 30
     assert fold.tail_to_merge([70, 30, 10], 10) == 3
     assert fold.tail_to_merge([5, 5, 5], 5, factor=0) == 0  # no merging
+    # the cap (Tuning.merge_max): the merged segment stays within it
+    assert fold.tail_to_merge([70, 30, 10], 10, cap=50) == 2  # 10 + 10 + 30; + 70 would be 120
+    assert fold.tail_to_merge([70, 30, 10], 10, cap=49) == 1
+    assert fold.tail_to_merge([70, 30, 10], 10, cap=19) == 0
+    assert fold.tail_to_merge([70, 30, 10], 10, cap=120) == 3
+
+
+def test_merges_stop_at_merge_max(tmp_path):
+    """With a cap, folds never merge into a segment over ``merge_max`` documents (only level 0
+    itself can make one: a fold of more than the cap), the segments past the capped ones stay
+    tiered, and every answer equals that of an index that never folds."""
+    docs = h.synth(originals=500, copies=200, bridges=6, words=60, seed=5)
+    rng = random.Random(8)
+    probes = [d["text"] for d in rng.sample(docs, 15)]
+    cap = 120
+    plain = Index.create(tmp_path / "plain")
+    Index.create(tmp_path / "capped", merge_max=cap).close()
+    ix = Index.open(tmp_path / "capped", l0_max=10**6, l0_fold_at=10**6, background_fold=True)
+    assert ix.tuning.merge_max == cap  # stored by create, read back by open
+    s, merged_any = 0, False
+    try:
+        while s < len(docs):
+            n = rng.randint(5, 20)
+            batch = docs[s : s + n]
+            s += n
+            assert _verdicts(ix.add(batch)) == _verdicts(plain.add(batch))
+            before = set(_listed(ix))
+            assert ix.fold()
+            merged_any |= bool(before - set(_listed(ix)))
+            sizes = _docs_column(ix)
+            assert max(sizes) <= cap, sizes
+        assert merged_any and len(_docs_column(ix)) >= s // cap  # capped: about N / cap of them
+        assert _verdicts(ix.query(probes)) == _verdicts(plain.query(probes))
+        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(plain.clusters())
+    finally:
+        ix.close()
+        plain.close()
+    # a process may override the stored cap for itself; the stored one stays
+    with Index.open(tmp_path / "capped", merge_max=10**6) as ix:
+        assert ix.tuning.merge_max == 10**6
+    with Index.open(tmp_path / "capped") as ix:
+        assert ix.tuning.merge_max == cap
 
 
 def test_many_folds_stay_logarithmic_and_give_the_same_answers(tmp_path):
@@ -230,7 +272,7 @@ KILLED_IN_MERGE = textwrap.dedent("""
         ix.add(docs[185:200])  # the next fold merges the last two into its own: 150, 50
         real = fold.write_segment
         if phase == "segment written":  # merged segment complete, renamed and fsynced, not listed
-            fold.write_segment = lambda p, postings: (real(p, postings), die())
+            fold.write_segment = lambda p, postings, **kw: (real(p, postings, **kw), die())
         elif phase == "in the commit":  # manifest rows swapped, level 0 deleted, not committed
             ix._bump = die
         elif phase == "after the commit":  # committed, the merged files not yet deleted

@@ -201,11 +201,14 @@ class Index:
 
     @classmethod
     def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
-               l0_max: int | None = None, l0_fold_at: int | None = None, **settings) -> "Index":
+               l0_max: int | None = None, l0_fold_at: int | None = None, merge_max: int | None = None,
+               **settings) -> "Index":
         """Create an index in `directory` (made if missing; it must not hold an index).
-        `segment_min` / `l0_max` / `l0_fold_at`: where adds put their postings (:class:`Tuning`), stored."""
+        `segment_min` / `l0_max` / `l0_fold_at` / `merge_max`: where adds put their postings
+        (:class:`Tuning`), stored."""
         directory = os.fspath(directory)
-        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at)
+        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at,
+                                         merge_max=merge_max)
         cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
         cfg.check()
         os.makedirs(directory, exist_ok=True)
@@ -239,7 +242,7 @@ class Index:
     @classmethod
     def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
              segment_min: int | None = None, l0_max: int | None = None, l0_fold_at: int | None = None,
-             background_fold: bool = False, **expected) -> "Index":
+             merge_max: int | None = None, background_fold: bool = False, **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -252,7 +255,7 @@ class Index:
         does not wait for the WAL's fsync; :meth:`make_durable` does it, for every commit
         before it at once, so that the next add can be planned and committed meanwhile.
 
-        ``segment_min`` / ``l0_max`` / ``l0_fold_at`` override the stored :class:`Tuning` for this
+        ``segment_min`` / ``l0_max`` / ``l0_fold_at`` / ``merge_max`` override the stored :class:`Tuning` for this
         process. ``background_fold=True`` (the service): level 0 is folded into a segment by a
         thread of its own once it holds more than ``l0_fold_at`` documents, off the path of adds
         (fold.py); an add then folds inline only past ``fold.BACKSTOP x l0_max``."""
@@ -308,7 +311,7 @@ class Index:
                 f"({meta.get('neardup_version')}); rebuild the index")
         try:
             tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max,
-                                                                        l0_fold_at=l0_fold_at)
+                                                                        l0_fold_at=l0_fold_at, merge_max=merge_max)
         except (ValueError, TypeError) as exc:
             conn.close()
             if isinstance(exc, InvalidParameterError):

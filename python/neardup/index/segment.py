@@ -99,8 +99,16 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_segment(path: str, p: Postings) -> tuple[int, int]:
+#: with ``paced=True`` (background folds) the file is written in pieces of this many bytes, each
+#: fdatasynced before the next. Written whole, a merged segment of 220 MB went to the disk in one
+#: burst at the final fsync, and every commit's WAL sync waited behind it (365 ms, measured in
+#: the service at 200 requests/s); paced, a WAL sync waits for at most one piece
+PACE_BYTES = 4 << 20
+
+
+def write_segment(path: str, p: Postings, paced: bool = False) -> tuple[int, int]:
     """Write `p` to `path` atomically (temporary name, fsync, rename, fsync of the directory).
+    `paced`: in PACE_BYTES pieces, each synced (off the requests' path: slower, no burst).
     Returns (size in bytes, CRC-32)."""
     arrays: list[tuple[str, np.ndarray]] = [("exact_keys", p.exact[0]), ("exact_docs", p.exact[1])]
     for j, (k, d) in enumerate(p.bands):
@@ -121,14 +129,22 @@ def write_segment(path: str, p: Postings) -> tuple[int, int]:
     tmp = f"{path}.tmp-{os.getpid()}"
     crc = 0
     pos = 0
+    synced = 0
 
     with open(tmp, "wb") as f:
         def put(b) -> None:
-            nonlocal crc, pos
+            nonlocal crc, pos, synced
             mv = memoryview(b).cast("B")
-            f.write(mv)
-            crc = zlib.crc32(mv, crc)
-            pos += len(mv)
+            step = PACE_BYTES if paced else max(1, len(mv))
+            for i in range(0, len(mv), step):
+                piece = mv[i : i + step]
+                f.write(piece)
+                crc = zlib.crc32(piece, crc)
+                pos += len(piece)
+                if paced and pos - synced >= PACE_BYTES:
+                    f.flush()
+                    os.fdatasync(f.fileno())
+                    synced = pos
 
         put(MAGIC)
         put(struct.pack("<Q", len(header)))
