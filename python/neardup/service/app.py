@@ -28,6 +28,7 @@ from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
+from neardup.service.fastpost import FastPost
 from neardup.service.worker import WriterGoneError, WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
@@ -185,6 +186,11 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     app.state.max_body = max_body
 
     app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
+    # added last: in front of BodyLimit (still inside Starlette's ServerErrorMiddleware, so the
+    # 500 of on_any below answers an unexpected exception here too)
+    app.add_middleware(FastPost, path="/v1/documents", model=Union[BatchIn, DocumentIn],
+                       limit=lambda: app.state.max_body,
+                       handle=lambda body, dry_run: _add(writer, max_batch, body, dry_run))
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
@@ -226,42 +232,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
               summary="Check one article or a batch against the index, and add them")
     async def post_documents(body: Union[BatchIn, DocumentIn],
                              dry_run: bool = Query(False, description="only check; insert nothing")):
-        docs = body.documents if isinstance(body, BatchIn) else [body]
-        if len(docs) > max_batch:
-            return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
-                        f"{max_batch:,} (neardup serve --max-batch)")
-        recs = []
-        for d in docs:
-            r = {"id": d.id, "text": d.text}
-            if d.title is not None:
-                r["title"] = d.title
-            if d.published_at is not None:
-                r["published_at"] = d.published_at
-            if d.source is not None:
-                r["source"] = d.source
-            for k, v in (d.fields or {}).items():
-                if k not in r:
-                    r[k] = v
-            recs.append(r)
-        try:
-            if dry_run:
-                vs = await asyncio.wrap_future(writer.dry_run(recs))
-            else:
-                vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
-        except WriterGoneError as exc:
-            return _err(503, "writer_unavailable", str(exc))
-        except DuplicateIdError as exc:
-            return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
-        except RecordError as exc:
-            where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
-            return _err(422, "bad_document", f"{where}: {exc.field or 'document'}: {exc.reason}",
-                        {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
-        except IndexCorruptError as exc:
-            return _err(500, "index_corrupt", str(exc))
-        # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
-        results = [v if isinstance(v, dict) else v.as_dict() for v in vs]
-        out = {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": results}
-        return _json(out)
+        return await _add(writer, max_batch, body, dry_run)
 
     @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
     def get_document(doc_id: str):
@@ -321,6 +292,48 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return PAGE
 
     return app
+
+
+async def _add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
+               dry_run: bool) -> Response:
+    """POST /v1/documents once its body is validated: the FastAPI route and the fast path
+    (fastpost.py) both answer with this."""
+    docs = body.documents if isinstance(body, BatchIn) else [body]
+    if len(docs) > max_batch:
+        return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
+                    f"{max_batch:,} (neardup serve --max-batch)")
+    recs = []
+    for d in docs:
+        r = {"id": d.id, "text": d.text}
+        if d.title is not None:
+            r["title"] = d.title
+        if d.published_at is not None:
+            r["published_at"] = d.published_at
+        if d.source is not None:
+            r["source"] = d.source
+        for k, v in (d.fields or {}).items():
+            if k not in r:
+                r[k] = v
+        recs.append(r)
+    try:
+        if dry_run:
+            vs = await asyncio.wrap_future(writer.dry_run(recs))
+        else:
+            vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
+    except WriterGoneError as exc:
+        return _err(503, "writer_unavailable", str(exc))
+    except DuplicateIdError as exc:
+        return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
+    except RecordError as exc:
+        where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
+        return _err(422, "bad_document", f"{where}: {exc.field or 'document'}: {exc.reason}",
+                    {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
+    except IndexCorruptError as exc:
+        return _err(500, "index_corrupt", str(exc))
+    # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
+    results = [v if isinstance(v, dict) else v.as_dict() for v in vs]
+    out = {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": results}
+    return _json(out)
 
 
 class BodyLimit:
