@@ -59,3 +59,17 @@ def test_cli_takes_tuning_and_ignores_the_old_environment_variables(tmp_path, co
     assert len(_segments(d)) == 2
     r = run("add", d, g, "--l0-max", "0")
     assert r.returncode == 2 and "l0_max must be a positive integer" in r.stderr
+
+
+def test_merge_max_is_stored_by_init_and_refused_when_bad(tmp_path):
+    d = str(tmp_path / "ix")
+    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", d, "--merge-max", "7000"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with Index.open(d) as ix:
+        assert ix.tuning.merge_max == 7000
+    with pytest.raises(InvalidParameterError, match="merge_max must be a positive integer"):
+        Index.open(d, merge_max=0)
+    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(tmp_path / "b"), "--merge-max", "-5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "merge_max must be a positive integer" in r.stderr

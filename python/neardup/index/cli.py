@@ -60,7 +60,7 @@ def register(sub) -> None:
     q.add_argument("--signature-bits", type=int, choices=[16, 32], default=32,
                    help="with --verify estimate: bits kept per MinHash value (16: half the bytes, an estimate "
                         "at most 1/num_perm higher for ~0.2%% of pairs)")
-    _tuning_args(q, "stored in the index")
+    _tuning_args(q, "stored in the index", merge=True)
     q.add_argument("--no-text", action="store_true",
                    help="do not store texts (needs --verify estimate; the web page then shows no texts)")
 
@@ -134,6 +134,9 @@ def register(sub) -> None:
     g.add_argument("--l0-fold-at", type=int, default=None, metavar="N",
                    help="with --fold background: a fold starts once level 0 holds more than N documents "
                         "(default: the index's, else half of --l0-max)")
+    g.add_argument("--merge-max", type=int, default=None, metavar="N",
+                   help="a background fold merges small segments into one of at most N documents "
+                        "(default: the index's, 1000000)")
 
 
 def _config_checks(q: argparse.ArgumentParser) -> None:
@@ -145,12 +148,16 @@ def _config_checks(q: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", type=float, default=None)
 
 
-def _tuning_args(q, note: str) -> None:
+def _tuning_args(q, note: str, merge: bool = False) -> None:
     g = q.add_argument_group(f"where postings go ({note}; speed and file layout only, never results)")
     g.add_argument("--segment-min", type=int, default=None, metavar="N",
                    help="adds of at least N documents write a segment file (default 20000)")
     g.add_argument("--l0-max", type=int, default=None, metavar="N",
                    help="level 0 is folded into a segment beyond N documents (default 50000)")
+    if merge:  # only background folds (neardup serve) merge: stored by init, overridden by serve
+        g.add_argument("--merge-max", type=int, default=None, metavar="N",
+                       help="a background fold (neardup serve) merges small segments into one of at most N "
+                            "documents (default 1000000; compact rewrites everything)")
 
 
 def _fields(a):
@@ -225,7 +232,7 @@ def _init(a) -> int:
                        threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
                        measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
                        store_text=not a.no_text, signature_bits=a.signature_bits, max_distance=a.max_distance,
-                       segment_min=a.segment_min, l0_max=a.l0_max)
+                       segment_min=a.segment_min, l0_max=a.l0_max, merge_max=a.merge_max)
     c = idx.config
     idx.close()
     if c.method == "simhash":  # no permutations or bands: 64-bit fingerprints in block tables
@@ -380,7 +387,7 @@ def _serve(a) -> int:
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
                  threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,
-                 l0_fold_at=a.l0_fold_at, writer=a.writer)
+                 l0_fold_at=a.l0_fold_at, merge_max=a.merge_max, writer=a.writer)
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,

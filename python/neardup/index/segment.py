@@ -103,7 +103,7 @@ def _fsync_dir(path: str) -> None:
 #: fdatasynced before the next. Written whole, a merged segment of 220 MB went to the disk in one
 #: burst at the final fsync, and every commit's WAL sync waited behind it (365 ms, measured in
 #: the service at 200 requests/s); paced, a WAL sync waits for at most one piece
-PACE_BYTES = 4 << 20
+PACE_BYTES = 1 << 20
 
 
 def write_segment(path: str, p: Postings, paced: bool = False) -> tuple[int, int]:

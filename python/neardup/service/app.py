@@ -403,12 +403,12 @@ def _jsonable(x):
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
           max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
           sync: str = "full", fold: str = "background", l0_max: int | None = None,
-          l0_fold_at: int | None = None, writer: str = "process") -> int:
+          l0_fold_at: int | None = None, merge_max: int | None = None, writer: str = "process") -> int:
     """`writer`: "process" (default) adds, dry runs and removes in a process of its own
     (worker.py: its own GIL and core); "thread": in a thread of this process.
     `fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
     requests' path (index/fold.py); "inline" folds it inside the add that fills it, as the CLI's
-    adds do (a ~400 ms request every 50,000 articles). `l0_max` / `l0_fold_at` override the
+    adds do (a ~400 ms request every 50,000 articles). `l0_max` / `l0_fold_at` / `merge_max` override the
     index's stored tuning for this process."""
     import uvicorn
 
@@ -421,7 +421,8 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
     # by a thread of its own while the writer goes on (sync="group", writer.Acks)
     open_kw = dict(threads=threads, sync="group" if sync == "full" else sync,
-                   background_fold=fold == "background", l0_max=l0_max, l0_fold_at=l0_fold_at)
+                   background_fold=fold == "background", l0_max=l0_max, l0_fold_at=l0_fold_at,
+                   merge_max=merge_max)
     if writer == "process":
         # it takes the writer lock (a clear error if another process holds it) and loads the index
         writes = WriterProcess(directory, open_kw)

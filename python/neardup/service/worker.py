@@ -49,7 +49,7 @@ class WriterProcess:
     """The front's handle on the writer process: ``submit`` (add, group-committed with the
     requests waiting beside it), ``dry_run`` and ``remove`` return futures, as
     :class:`GroupWriter`'s do. `open_kw` are :meth:`Index.open`'s keyword arguments for the
-    writer (threads, sync, background_fold, l0_max, l0_fold_at)."""
+    writer (threads, sync, background_fold, l0_max, l0_fold_at, merge_max)."""
 
     def __init__(self, directory: str, open_kw: dict | None = None) -> None:
         self.directory = directory
