@@ -399,6 +399,8 @@ def main() -> None:
             lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w))
             start += int(sum(rates) * a.duration)
             key = sync if w == "process" else f"{sync}/{w}"
+            # a mode given twice (--sync full,full: repeats) keeps every run: 'full', 'full#2', ...
+            key = next(k for k in [key] + [f"{key}#{i}" for i in range(2, 100)] if k not in res["load"])
             res["load"][key] = lt
             held = [x["rate"] for x in lt if x["p99_ms"] <= 50 and x["errors"] == 0]
             res["highest_rate_p99_le_50ms"][key] = max(held) if held else None

@@ -74,6 +74,56 @@ def test_a_killed_writer_process_is_replaced_and_the_index_is_whole(writer, rain
         assert ix.check()["texts"] == len(rain)
 
 
+def test_a_restart_does_not_hold_up_the_caller(writer, rain, index_dir, monkeypatch):
+    """The new writer process starts in a thread of its own: submit() returns at once (on the
+    server it runs on the event loop, which answers GETs meanwhile), the requests made while
+    it starts wait for it and then go in, in order."""
+    import threading
+
+    writer.submit(rain[:2]).result(60)
+    first = writer.pid
+    may_start = threading.Event()
+    real = WriterProcess._launch
+
+    def slow_launch(self):
+        assert may_start.wait(60)
+        return real(self)
+
+    monkeypatch.setattr(WriterProcess, "_launch", slow_launch)
+    os.kill(first, signal.SIGKILL)
+    deadline = time.time() + 30
+    while writer._conn is not None and time.time() < deadline:
+        time.sleep(0.05)
+    got = []
+    caller = threading.Thread(target=lambda: got.extend([writer.submit(rain[2:4]), writer.dry_run(rain[4:5])]))
+    caller.start()
+    caller.join(10)
+    assert not caller.is_alive()  # returned while the new process has not even been started
+    assert not any(f.done() for f in got)
+    may_start.set()
+    assert {v["id"] for v in got[0].result(120)} == {r["id"] for r in rain[2:4]}
+    assert [v["id"] for v in got[1].result(60)] == [rain[4]["id"]]
+    assert writer.pid != first
+    with Index.open(index_dir) as ix:
+        assert ix.stats()["documents"] == 4
+
+
+def test_a_restart_that_fails_fails_the_requests_that_waited(writer, rain, monkeypatch):
+    def broken(self):
+        raise IndexLockedError("index is locked by another process")
+
+    writer.submit(rain[:1]).result(60)
+    monkeypatch.setattr(WriterProcess, "_launch", broken)
+    os.kill(writer.pid, signal.SIGKILL)
+    deadline = time.time() + 30
+    while writer._conn is not None and time.time() < deadline:
+        time.sleep(0.05)
+    with pytest.raises(IndexLockedError, match="locked"):
+        writer.submit(rain[1:2]).result(60)
+    monkeypatch.undo()  # the next request tries again, and succeeds
+    assert [v["id"] for v in writer.submit(rain[1:2]).result(120)] == [rain[1]["id"]]
+
+
 def test_a_request_waiting_when_the_writer_dies_is_told_so(index_dir, rain):
     w = WriterProcess(str(index_dir))
     try:

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
+from typing import Any
 from multiprocessing.connection import Connection
 
 from neardup.errors import InternalError, NeardupError
@@ -59,7 +60,13 @@ class WriterProcess:
         self._conn = None
         self._proc = None
         self._waiting: dict[int, Future] = {}  # of the current process
-        self._start()
+        #: requests made while a new writer process starts (in a thread of its own: the start
+        #: opens the index and loads its segments, seconds on a big one, and _call runs on the
+        #: server's event loop, which must go on answering GETs meanwhile)
+        self._queued: list[tuple[str, Any, Future]] = []
+        self._restarting: threading.Thread | None = None
+        self._closed = False
+        self._install(*self._launch())
 
     @property
     def pid(self) -> int | None:
@@ -78,26 +85,59 @@ class WriterProcess:
     def _call(self, kind: str, payload) -> Future:
         fut: Future = Future()
         with self._lock:
-            if self._conn is None:  # the last one died: a new one (it opens the index, recovers)
-                try:
-                    self._start()
-                except BaseException as exc:  # noqa: BLE001 - reported to this request
-                    fut.set_exception(exc if isinstance(exc, NeardupError)
-                                      else WriterGoneError(f"cannot start the writer process: {exc}"))
-                    return fut
-            rid = next(self._ids)
-            self._waiting[rid] = fut
-            try:
-                self._conn.send((kind, rid, payload))
-            except (OSError, ValueError) as exc:  # the pipe broke: the answers thread sees it too
-                self._waiting.pop(rid, None)
-                fut.set_exception(WriterGoneError(f"cannot reach the writer process: {exc}"))
+            if self._closed:
+                fut.set_exception(WriterGoneError("the writer process is being stopped (the server is shutting down)"))
+            elif self._conn is None:
+                # the last one died: a new one opens the index (and recovers it), in a thread
+                # of its own; this request waits for it, the caller does not
+                self._queued.append((kind, payload, fut))
+                if self._restarting is None:
+                    self._restarting = threading.Thread(target=self._restart, name="neardup-writer-restart",
+                                                        daemon=True)
+                    self._restarting.start()
+            else:
+                self._send(kind, payload, fut)
         return fut
 
+    def _send(self, kind: str, payload, fut: Future) -> None:
+        """Send one request to the current process (the caller holds the lock)."""
+        rid = next(self._ids)
+        self._waiting[rid] = fut
+        try:
+            self._conn.send((kind, rid, payload))
+        except (OSError, ValueError) as exc:  # the pipe broke: the answers thread sees it too
+            self._waiting.pop(rid, None)
+            fut.set_exception(WriterGoneError(f"cannot reach the writer process: {exc}"))
+
+    def _restart(self) -> None:
+        """Start a new writer process (without the lock: requests keep queueing meanwhile),
+        then send it what queued; if it cannot start, those requests get the error."""
+        try:
+            started = self._launch()
+        except BaseException as exc:  # noqa: BLE001 - reported to the requests that wait
+            err = exc if isinstance(exc, NeardupError) else WriterGoneError(f"cannot start the writer process: {exc}")
+            with self._lock:
+                queued, self._queued, self._restarting = self._queued, [], None
+            for _, _, fut in queued:
+                fut.set_exception(err)
+            return
+        with self._lock:
+            queued, self._queued, self._restarting = self._queued, [], None
+            closing = self._closed
+            if not closing:
+                self._install(*started)
+                for kind, payload, fut in queued:
+                    self._send(kind, payload, fut)
+        if closing:  # close() was called while it started: stop it again, nothing is sent
+            self._stop(*started)
+            for _, _, fut in queued:
+                fut.set_exception(WriterGoneError("the writer process is being stopped (the server is shutting down)"))
+
     # ------------------------------------------------------------------ process
-    def _start(self) -> None:
-        """Start the writer process and wait until it holds the writer lock and has loaded the
+    def _launch(self) -> tuple[Connection, subprocess.Popen]:
+        """Start a writer process and wait until it holds the writer lock and has loaded the
         index; its error (index locked, corrupt, ...) is raised here, as the same class.
+        Returns its end of the socket pair and the process (:meth:`_install` puts them in use).
 
         A fresh interpreter (``python -m neardup.service.worker``) on one end of a socket pair,
         not multiprocessing's fork (this process has threads) or spawn (it re-imports the
@@ -126,6 +166,10 @@ class WriterProcess:
             front.close()
             proc.wait(30)
             raise value
+        return front, proc
+
+    def _install(self, front: Connection, proc: subprocess.Popen) -> None:
+        """Make a started process the current one, with a thread for its answers."""
         waiting: dict[int, Future] = {}
         self._conn, self._proc, self._waiting = front, proc, waiting
         threading.Thread(target=self._answers, args=(front, proc, waiting), name="neardup-writer-answers",
@@ -160,11 +204,23 @@ class WriterProcess:
                 "request's write went in is unknown (an add that did answers 409 when retried)"))
 
     def close(self) -> None:
-        """Stop the writer process: it finishes the requests it has, then closes the index."""
+        """Stop the writer process: it finishes the requests it has, then closes the index. A
+        process still starting is stopped once it has (its queued requests get WriterGoneError)."""
         with self._lock:
+            self._closed = True  # until it returns: requests made meanwhile get WriterGoneError
             conn, proc, self._conn = self._conn, self._proc, None
-        if conn is None:
-            return
+            starting = self._restarting
+        try:
+            if starting is not None:
+                starting.join(START_TIMEOUT)
+            if conn is not None:
+                self._stop(conn, proc)
+        finally:
+            with self._lock:  # a later request starts a new writer process, as after a crash
+                self._closed = False
+
+    @staticmethod
+    def _stop(conn: Connection, proc: subprocess.Popen) -> None:
         try:
             conn.send(("stop", -1, None))
         except OSError:  # pragma: no cover - already gone
