@@ -80,6 +80,15 @@ def days(docs: list[dict], n_days: int = 4, seed: int = 1) -> list[list[dict]]:
     return parts
 
 
+def uneven_batches(docs: list[dict], rng, lo: int, hi: int):
+    """`docs` in consecutive batches of lo..hi documents: yields (batch, documents so far)."""
+    s = 0
+    while s < len(docs):
+        n = rng.randint(lo, hi)
+        yield docs[s : s + n], min(s + n, len(docs))
+        s += n
+
+
 def write_jsonl(path, rows) -> str:
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:

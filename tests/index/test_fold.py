@@ -52,10 +52,7 @@ def test_background_folds_give_the_same_answers(tmp_path, corpus):
     probes = [d["text"] for d in rng.sample(docs, 25)]
     s, step, removed = 0, 0, []
     try:
-        while s < len(docs):
-            n = rng.randint(1, 14)
-            batch = docs[s : s + n]
-            s += n
+        for batch, s in h.uneven_batches(docs, rng, 1, 14):
             assert _verdicts(bg.add(batch)) == _verdicts(plain.add(batch))
             step += 1
             if step % 9 == 0:  # a removal, sometimes of a document a running fold is reading

@@ -74,10 +74,7 @@ def test_merges_stop_at_merge_max(tmp_path):
     assert ix.tuning.merge_max == cap  # stored by create, read back by open
     s, merged_any = 0, False
     try:
-        while s < len(docs):
-            n = rng.randint(5, 20)
-            batch = docs[s : s + n]
-            s += n
+        for batch, s in h.uneven_batches(docs, rng, 5, 20):
             assert _verdicts(ix.add(batch)) == _verdicts(plain.add(batch))
             before = set(_listed(ix))
             assert ix.fold()
@@ -111,10 +108,7 @@ def test_many_folds_stay_logarithmic_and_give_the_same_answers(tmp_path):
     rewrites: dict[int, int] = {}
     smallest, folds, merges, s, removed = 10**9, 0, 0, 0, set()
     try:
-        while s < len(docs):
-            n = rng.randint(3, 15)
-            batch = docs[s : s + n]
-            s += n
+        for batch, s in h.uneven_batches(docs, rng, 3, 15):
             assert _verdicts(ix.add(batch)) == _verdicts(plain.add(batch))
             if rng.random() < 0.15:  # removes between folds: from level 0 or from any segment
                 victim = rng.choice([d["id"] for d in docs[:s] if d["id"] not in removed])

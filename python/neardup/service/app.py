@@ -28,7 +28,7 @@ from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
-from neardup.service.fastpost import FastPost
+from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.worker import WriterGoneError, WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
@@ -369,16 +369,7 @@ class BodyLimit:
             if len(body) > limit:
                 return await _err(413, "body_too_large", f"the request body is over the limit of {limit:,} bytes "
                                   "(neardup serve --max-body)")(scope, receive, send)
-        sent = False
-
-        async def replay():
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return await self.app(scope, replay, send)
+        return await self.app(scope, replay_once(body, receive), send)
 
 
 def _json(out: dict) -> Response:

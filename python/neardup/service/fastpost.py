@@ -67,7 +67,7 @@ class FastPost:
         body = b"".join(chunks)
         doc = self._parse(body)
         if doc is None:
-            return await self.app(scope, _replay(body, receive), send)
+            return await self.app(scope, replay_once(body, receive), send)
         self.taken += 1
         response = await self.handle(doc, dry_run)
         await response(scope, receive, send)
@@ -120,7 +120,7 @@ def _plain(x, room: int) -> bool:
     return True
 
 
-def _replay(body: bytes, receive):
+def replay_once(body: bytes, receive):
     """A receive that gives `body` once (it was read here), then the connection's own."""
     sent = False
 
