@@ -2,8 +2,10 @@
 pieces, so that a big merge does not reach the disk in one burst at its final fsync. The file
 is the same, byte for byte, as one written whole."""
 import os
+import sys
 
 import numpy as np
+import pytest
 
 from neardup.index import fold, segment
 from neardup.index.segment import Postings, read_segment, write_segment
@@ -43,6 +45,7 @@ def write_segment_counting(monkeypatch, path, p, pace):
     return out
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
 def test_background_fold_thread_is_niced(tmp_path):
     """The fold thread lowers its own CPU priority (Linux: per thread), not the process's."""
     import threading

@@ -351,7 +351,10 @@ FOLD_NICE = 10
 
 def _lower_priority() -> None:
     """Lower this thread's CPU priority (Linux: a thread's own nice value, by its thread id);
-    never raise it (a process already niced past FOLD_NICE stays so)."""
+    never raise it (a process already niced past FOLD_NICE stays so). Elsewhere a thread id
+    is not something setpriority takes (it could name another process): left alone."""
+    if not sys.platform.startswith("linux"):
+        return
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, max(FOLD_NICE, os.getpriority(os.PRIO_PROCESS, tid)))
