@@ -98,8 +98,11 @@ def test_word_unit_matches_reference_definition(text: str, k: int) -> None:
     assert set(neardup.Shingler(k=k).shingles(text)) == reference_word_shingles(text, k)
 
 
+# ASSIGNED here too: a character Python's tables do not know yet is left as it is by
+# str.lower(), and lowercased by the Rust tables (seen: U+16EA0 -> U+16EBB, unassigned in
+# Python 3.11's Unicode 14).
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=80), st.integers(min_value=1, max_value=4))
+@given(st.text(ASSIGNED, max_size=80), st.integers(min_value=1, max_value=4))
 def test_whitespace_unit_matches_guide_definition(text: str, k: int) -> None:
     try:
         text.encode()
