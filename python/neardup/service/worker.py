@@ -40,6 +40,9 @@ __all__ = ["WriterProcess", "WriterGoneError"]
 #: how long the front waits for a new writer process to open the index and load its segments
 START_TIMEOUT = 600.0
 
+#: what a request made while close() stops the writer process is told
+STOPPING = "the writer process is being stopped (the server is shutting down)"
+
 
 class WriterGoneError(NeardupError, RuntimeError):
     """The writer process exited while a request waited for it: the request's outcome is unknown
@@ -65,7 +68,7 @@ class WriterProcess:
         #: server's event loop, which must go on answering GETs meanwhile)
         self._queued: list[tuple[str, Any, Future]] = []
         self._restarting: threading.Thread | None = None
-        self._closed = False
+        self._closing = False
         self._install(*self._launch())
 
     @property
@@ -85,8 +88,8 @@ class WriterProcess:
     def _call(self, kind: str, payload) -> Future:
         fut: Future = Future()
         with self._lock:
-            if self._closed:
-                fut.set_exception(WriterGoneError("the writer process is being stopped (the server is shutting down)"))
+            if self._closing:
+                fut.set_exception(WriterGoneError(STOPPING))
             elif self._conn is None:
                 # the last one died: a new one opens the index (and recovers it), in a thread
                 # of its own; this request waits for it, the caller does not
@@ -123,7 +126,7 @@ class WriterProcess:
             return
         with self._lock:
             queued, self._queued, self._restarting = self._queued, [], None
-            closing = self._closed
+            closing = self._closing
             if not closing:
                 self._install(*started)
                 for kind, payload, fut in queued:
@@ -131,7 +134,7 @@ class WriterProcess:
         if closing:  # close() was called while it started: stop it again, nothing is sent
             self._stop(*started)
             for _, _, fut in queued:
-                fut.set_exception(WriterGoneError("the writer process is being stopped (the server is shutting down)"))
+                fut.set_exception(WriterGoneError(STOPPING))
 
     # ------------------------------------------------------------------ process
     def _launch(self) -> tuple[Connection, subprocess.Popen]:
@@ -207,7 +210,7 @@ class WriterProcess:
         """Stop the writer process: it finishes the requests it has, then closes the index. A
         process still starting is stopped once it has (its queued requests get WriterGoneError)."""
         with self._lock:
-            self._closed = True  # until it returns: requests made meanwhile get WriterGoneError
+            self._closing = True  # until it returns: requests made meanwhile get WriterGoneError
             conn, proc, self._conn = self._conn, self._proc, None
             starting = self._restarting
         try:
@@ -217,7 +220,7 @@ class WriterProcess:
                 self._stop(conn, proc)
         finally:
             with self._lock:  # a later request starts a new writer process, as after a crash
-                self._closed = False
+                self._closing = False
 
     @staticmethod
     def _stop(conn: Connection, proc: subprocess.Popen) -> None:

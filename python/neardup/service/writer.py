@@ -123,7 +123,7 @@ class GroupWriter:
             if self.checkpointer is None:
                 # the writer connection stops checkpointing on commit; this thread's does it
                 self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
-                self.checkpointer = Checkpointer(self.index, writes=self.lock, wal_max=WAL_RESTART_BYTES)
+                self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES)
             self._write(group)
 
     def _write(self, group) -> None:
@@ -268,7 +268,7 @@ class Acks:
             t.join(10)
 
 
-#: WAL size past which a checkpoint round holds the writer off (`writes`) for its catch-up
+#: WAL size past which a checkpoint round holds the writer off for its catch-up
 WAL_RESTART_BYTES = 16 << 20
 
 
@@ -285,17 +285,16 @@ class Checkpointer:
     land while it runs, so the writer never finds it fully copied and never restarts it. The
     WAL then grew without bound (measured: 11 MB/s at 200 POSTs/s, 115 MB after 12 s), every
     commit appended to a growing file, and each fsync carried the file's new size. So once
-    the WAL passes `wal_max` bytes, a round is followed by a second one under `writes` (the
-    group writer's lock: no commit meanwhile), which copies only what came since the first
-    (a few milliseconds) and so copies everything; the next commit starts the WAL from its
-    beginning (the file keeps its size: later commits overwrite it, no new blocks)."""
+    the WAL passes `wal_max` bytes (None: never), a round is followed by a second one under
+    the index's writer lock (no commit meanwhile: an add, a remove or a fold's), which copies
+    only what came since the first (a few milliseconds) and so copies everything; the next
+    commit starts the WAL from its beginning (the file keeps its size: later commits overwrite
+    it, no new blocks)."""
 
-    def __init__(self, index: Index, every: float = 0.2, writes: threading.Lock | None = None,
-                 wal_max: int = WAL_RESTART_BYTES) -> None:
+    def __init__(self, index: Index, every: float = 0.2, wal_max: int | None = WAL_RESTART_BYTES) -> None:
         self.index = index
         self.path = os.path.join(index.directory, store.DB_NAME)
         self.every = every
-        self.writes = writes
         self.wal_max = wal_max
         self.catch_ups = 0  # rounds that held the writer off (tests, stats)
         self._stop = threading.Event()
@@ -311,8 +310,8 @@ class Checkpointer:
                     # (busy, frames in the WAL, frames copied): the frames, not the file's size,
                     # which stays at its high-water mark once the WAL restarts
                     _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if self.writes is not None and frames * page > self.wal_max:
-                        with self.writes:  # no commit meanwhile: this round copies the rest
+                    if self.wal_max is not None and frames * page > self.wal_max:
+                        with self.index._wlock:  # no commit meanwhile: this round copies the rest
                             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                         self.catch_ups += 1
                 except Exception:  # pragma: no cover - busy or closing: the next round tries again
