@@ -5,9 +5,7 @@ import sqlite3
 import numpy as np
 import pytest
 
-import neardup
 from neardup.index import Index, core
-import ix_helpers as h
 
 ROWS = ("SELECT doc, id, cluster, similarity, match, closest, closest_similarity FROM documents ORDER BY doc",
         "SELECT cluster, keeper, size, merged_into FROM clusters ORDER BY cluster",
@@ -58,14 +56,3 @@ def test_small_groups_plan_as_large_ones(tmp_path, corpus, monkeypatch, settings
     if settings.get("method") != "simhash":
         assert any(r[3] is not None for r in few[2][1])
     assert any(v["closest"] == g[0]["id"] for vs, g in zip(few[0], groups) for v in vs[1:])
-
-
-def test_small_groups_find_dedups_clusters(tmp_path, corpus, monkeypatch):
-    """One document at a time (all through the small steps) still gives dedup's clusters."""
-    monkeypatch.setattr(core, "SMALL_PLAN", core.SMALL_PLAN)
-    docs = corpus[:150] + [d for d in corpus if d["id"].startswith(("c", "b"))][:100]
-    ref = neardup.dedup(docs, None)
-    with Index.create(tmp_path / "ix") as ix:
-        for d in docs:
-            ix.add([d])
-        assert h.cluster_sets(ix.clusters()) == h.cluster_sets(ref.clusters)
