@@ -94,6 +94,51 @@ def test_postings_lookup_finds_every_posting(seed):
     assert (qi4.tolist(), d4.tolist()) == (qi3.tolist(), d3.tolist())
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_lookup_bands_equals_a_lookup_per_band(seed):
+    """The single article's look-up over every band in one call (segments in Rust, level 0)
+    finds what a look-up per band finds (store.lookup plus L0.lookup), tombstones dropped."""
+    from neardup.index.store import L0, lookup_bands
+
+    rng = np.random.default_rng(100 + seed)
+    span = int(rng.choice([5, 1000, 2**63]))
+    bands = int(rng.integers(1, 6))
+    per_band = []
+    for _ in range(bands):
+        arrays = []
+        for _ in range(int(rng.integers(0, 4))):
+            m = int(rng.integers(0, 200))
+            keys = np.sort(rng.integers(0, span, m, dtype=np.uint64))
+            arrays.append((keys, rng.integers(0, 5000, m, dtype=np.uint64).astype(np.uint32)))
+        per_band.append(arrays)
+    handles = [_core.PostingArrays([k for k, _ in a], [d for _, d in a]) for a in per_band]
+    l0 = L0()
+    for _ in range(int(rng.integers(0, 40))):
+        l0.put(int(rng.integers(0, bands)), int(rng.integers(0, span)), int(rng.integers(5000, 6000)))
+    q = rng.integers(0, span, (bands, int(rng.integers(1, SMALL_QUERY + 1))), dtype=np.uint64)
+    hits = [d for a in per_band for _, d in a] + [np.array(sorted(l0.docs), np.int64)]
+    alld = np.concatenate([np.asarray(h, np.int64) for h in hits]) if hits else np.zeros(0, np.int64)
+    tomb = np.unique(alld[::3]) if len(alld) and seed % 2 else np.zeros(0, np.int64)
+    want = []
+    for j in range(bands):
+        a, b = lookup(per_band[j], q[j], tomb, handles[j]), l0.lookup(j, q[j], tomb)
+        want += list(zip(a[0].tolist(), a[1].tolist())) + list(zip(b[0].tolist(), b[1].tolist()))
+    qi, d = lookup_bands(handles, q, tomb, l0)
+    assert qi.dtype == np.int64 and d.dtype == np.int64
+    assert sorted(zip(qi.tolist(), d.tolist())) == sorted(want)
+    assert not set(d.tolist()) & set(tomb.tolist())
+
+
+def test_lookup_bands_checks_its_arguments():
+    from neardup.errors import InvalidParameterError
+
+    h = _core.PostingArrays([np.array([1, 2], np.uint64)], [np.array([7, 8], np.uint32)])
+    with pytest.raises(InvalidParameterError, match="3 rows of queries but 1 posting handles"):
+        _core.lookup_bands([h], np.zeros((3, 1), np.uint64))
+    rows, qi, d = _core.lookup_bands([h, h], np.array([[2], [9]], np.uint64))
+    assert (rows.tolist(), qi.tolist(), d.tolist()) == ([0], [0], [8])
+
+
 def test_postings_lookup_checks_its_arguments():
     from neardup.errors import InvalidParameterError
 

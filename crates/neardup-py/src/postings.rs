@@ -3,7 +3,7 @@
 use crate::errors::{detached, param_err, raise};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use neardup_core::postings;
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
 /// Every (query index, document) with `keys[p] == queries[i]`, over the sorted posting arrays
@@ -102,8 +102,43 @@ impl PostingArrays {
     }
 }
 
+/// `PostingArrays.few` for every band at once (a single article's candidate look-up: one call
+/// instead of one per band): `handles[j]` answers row j of `queries` (bands x queries). Every
+/// (row, query index, document) with a matching key, rows in order, each as `few` gives it.
+#[pyfunction]
+pub fn lookup_bands<'py>(
+    py: Python<'py>,
+    handles: Vec<Bound<'py, PostingArrays>>,
+    queries: PyReadonlyArray2<'py, u64>,
+) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    let q = queries.as_array();
+    if q.shape()[0] != handles.len() {
+        return Err(param_err(py, format!("{} rows of queries but {} posting handles", q.shape()[0], handles.len())));
+    }
+    let (mut rows, mut qis, mut docs) = (Vec::new(), Vec::new(), Vec::new());
+    for (j, h) in handles.iter().enumerate() {
+        let row: Vec<u64> = q.row(j).to_vec();
+        let h = h.get();
+        let views: Vec<_> = h.keys.iter().zip(&h.docs).map(|(k, d)| (k.bind(py), d.bind(py))).collect();
+        let mut arrays: Vec<(&[u64], &[u32])> = Vec::with_capacity(views.len());
+        for (k, d) in &views {
+            // SAFETY: as in `few` (read-only segment arrays, checked contiguous at construction,
+            // kept alive by the handle)
+            let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
+            arrays.push((ks, ds));
+        }
+        let (qi, d) = catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, &row)))
+            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))?;
+        rows.extend(std::iter::repeat(j as i64).take(qi.len()));
+        qis.extend(qi.into_iter().map(i64::from));
+        docs.extend(d.into_iter().map(i64::from));
+    }
+    Ok((PyArray1::from_vec(py, rows), PyArray1::from_vec(py, qis), PyArray1::from_vec(py, docs)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PostingArrays>()?;
     m.add_function(wrap_pyfunction!(postings_lookup, m)?)?;
+    m.add_function(wrap_pyfunction!(lookup_bands, m)?)?;
     Ok(())
 }

@@ -533,16 +533,20 @@ class Index:
         # candidates: archive postings for each representative, LSH pairs inside the batch
         rep_rows = sig_row[reps]
         rep_keys = np.ascontiguousarray(bk[rep_rows].T)  # band j's keys: row j
-        ca_i, ca_d = [], []
-        for j in range(cfg.bands):
-            q = rep_keys[j]
-            q_, d = _cat(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
-                         st.l0.lookup(j, q, st.tombstones))
-            if len(q_):  # (most bands of a single new article have no hit)
-                ca_i.append(reps[q_])
-                ca_d.append(d)
-        ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
-        cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
+        if 0 < len(reps) <= store.SMALL_QUERY:  # a few articles (the service's): every band at once
+            q_, cd = store.lookup_bands([h for _, h in few[1:]], rep_keys, st.tombstones, st.l0)
+            ci = reps[q_]
+        else:
+            ca_i, ca_d = [], []
+            for j in range(cfg.bands):
+                q = rep_keys[j]
+                q_, d = _cat(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
+                             st.l0.lookup(j, q, st.tombstones))
+                if len(q_):  # (most bands of a single new article have no hit)
+                    ca_i.append(reps[q_])
+                    ca_d.append(d)
+            ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
+            cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
         if len(ci):  # each (batch document, archive document) once, in that order
             ci, cd = (_unique_pairs_few if small else _unique_pairs)(ci, cd)
         if len(reps) > 1:

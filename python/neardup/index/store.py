@@ -281,6 +281,31 @@ class L0:
             qi_a, d_a = qi_a[m], d_a[m]
         return qi_a, d_a
 
+    def lookup_bands(self, keys: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`lookup` for every band at once: row j of `keys` (bands x queries) in band j."""
+        if not self.map or keys.size == 0:
+            return _NONE, _NONE
+        get = self.map.get
+        qi, ds = [], []
+        for j, row in enumerate(keys.tolist()):
+            for i, k in enumerate(row):
+                hit = get((j, k))
+                if hit is None:
+                    continue
+                if isinstance(hit, int):
+                    qi.append(i)
+                    ds.append(hit)
+                else:
+                    qi.extend([i] * len(hit))
+                    ds.extend(hit)
+        if not ds:
+            return _NONE, _NONE
+        qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
+        if len(tomb):
+            m = ~np.isin(d_a, tomb)
+            qi_a, d_a = qi_a[m], d_a[m]
+        return qi_a, d_a
+
     def postings(self, bands: int) -> Postings:
         ks: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
         ds: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
@@ -326,6 +351,23 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
 
 #: queries of at most this many keys (the service's single articles) take the small path
 SMALL_QUERY = 4
+
+
+def lookup_bands(handles: list, keys: np.ndarray, tomb: np.ndarray, l0: L0) -> tuple[np.ndarray, np.ndarray]:
+    """Every (query index, document) whose key in some band matches, over the segments (`handles`:
+    one ``_core.PostingArrays`` per band) and level 0, for a few queries (`keys`: bands x queries,
+    at most SMALL_QUERY columns): the service's single article, in one call into the Rust core
+    instead of one per band and one more for level 0 (~0.2 ms of an add's ~1.8 ms). A pair
+    found in several bands comes once per band, as from `lookup` band by band."""
+    keys = np.ascontiguousarray(keys, dtype=np.uint64)
+    _, qi, d = _core.lookup_bands(handles, keys)
+    if len(tomb) and len(d):
+        m = ~np.isin(d, tomb)
+        qi, d = qi[m], d[m]
+    lq, ld = l0.lookup_bands(keys, tomb)
+    if len(ld):
+        qi, d = np.concatenate([qi, lq]), np.concatenate([d, ld])
+    return qi, d
 
 
 class TextLog:
