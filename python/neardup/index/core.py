@@ -413,7 +413,9 @@ class Index:
         listed = {r[0] for r in conn.execute("SELECT file FROM segments")}
         texts = {r[0] for r in conn.execute("SELECT name FROM text_files")}
         for name in os.listdir(self.directory):
-            if (name.startswith("seg-") and name not in listed) or (name.startswith("texts-") and name not in texts):
+            # (and segments merged away whose gradual deletion a crash cut short: fold.RETIRED)
+            if ((name.startswith("seg-") and name not in listed) or (name.startswith("texts-") and name not in texts)
+                    or name.startswith(fold.RETIRED)):
                 try:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:  # pragma: no cover

@@ -174,10 +174,11 @@ def _level0_postings(rows: list, bands: int) -> Postings:
     return Postings.build(docs, exact, keys, bands)
 
 
-def commit(ix, pf: Prepared) -> bool:
+def commit(ix, pf: Prepared, gradual: bool = False) -> bool:
     """Step 2 (under the writer lock): list the segment, drop its documents from level 0, swap
     the in-memory state. False (the file deleted, nothing changed) when the index has moved on
-    in a way that makes the segment wrong, or is closing."""
+    in a way that makes the segment wrong, or is closing. `gradual`: the merged segments are
+    deleted a piece at a time (a background fold beside requests; see `_retire`)."""
     with ix._wlock:
         if ix._closed:
             abandon(ix, pf)
@@ -227,7 +228,8 @@ def commit(ix, pf: Prepared) -> bool:
                 kept = [x for x in st.segments if x[0] not in gone]
                 ix._state = store.State(gen, st.bands, kept + [(pf.name, pf.size, pf.crc)], pf.l0, st.tombstones)
             del st
-    _retire(ix, pf.replaces)  # unlinking (tens of MB) needs no lock: no other listing has them
+    # deleting the merged files (up to ~200 MB) needs no lock: no other listing has them
+    _retire(ix, pf.replaces, gradual=gradual)
     if replaced is not None:
         box = [replaced.l0]  # the only reference this frame keeps, handed over (popped) below
         del replaced
@@ -235,18 +237,67 @@ def commit(ix, pf: Prepared) -> bool:
     return True
 
 
-def _retire(ix, names: list[str]) -> None:
+def _retire(ix, names: list[str], gradual: bool = False) -> None:
     """Forget and delete segments the manifest no longer lists, right after the commit (as a
     compact does). A reader holding an older snapshot that has not loaded one yet gets
     ``FileGoneError`` and retries on the newer manifest (``Index._fresh_read``); one that did
     keeps its arrays, which never refer to the file once read. A crash before the unlinks
-    leaves files that the next writer's recovery deletes, as it lists none of them."""
+    leaves files that the next writer's recovery deletes, as it lists none of them.
+
+    `gradual` (a background fold, beside requests): each file is first renamed out of the way
+    (``retired-`` + its name: readers see it gone, as after an unlink), then cut down
+    RETIRE_STEP bytes at a time, each cut synced, RETIRE_PAUSE apart, then unlinked. The disk is
+    mounted with ``discard``: one unlink of a 170 MB merged segment trims all its blocks in the
+    next journal commit, and the WAL fsyncs of the commits around it waited 82-160 ms for it
+    (measured, three times, a loop of 48 KB WAL writes + fdatasync at 200/s); cut 1 MB at a time,
+    the worst wait was 29 ms. A reader that opened the file just before the rename may read it
+    short: ``segment.read_segment`` reports that as gone (the path is empty), not as damage."""
     if not names:
         return
     ix._committed_for_good()  # the commit that unlisted them, on disk before they go
     ix._segcache.forget(names)
+    if not gradual:
+        for f in names:
+            _unlink(os.path.join(ix.directory, f))
+        return
+    moved = []
     for f in names:
-        _unlink(os.path.join(ix.directory, f))
+        src, dst = os.path.join(ix.directory, f), os.path.join(ix.directory, RETIRED + f)
+        try:
+            os.rename(src, dst)
+        except OSError:  # pragma: no cover - gone already
+            continue
+        moved.append(dst)
+    for path in moved:
+        _shrink_and_unlink(ix, path)
+
+
+#: a retired segment's name: RETIRED + its name (the writer's recovery deletes such files)
+RETIRED = "retired-"
+#: bytes cut from a retired segment at a time, and the pause between cuts
+RETIRE_STEP = 1 << 20
+RETIRE_PAUSE = 0.02
+
+
+def _shrink_and_unlink(ix, path: str) -> None:
+    """Cut `path` down a step at a time (each cut synced: its blocks are freed, and trimmed, in
+    that journal commit), then unlink it. An index closing meanwhile: unlinked at once."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        size = os.fstat(fd).st_size
+        while size > 0 and not ix._closed:
+            size = max(0, size - RETIRE_STEP)
+            os.ftruncate(fd, size)
+            os.fdatasync(fd)
+            time.sleep(RETIRE_PAUSE)
+    except OSError:  # pragma: no cover - the unlink below still runs
+        pass
+    finally:
+        os.close(fd)
+        _unlink(path)
 
 
 def _free_gradually(box: list, wait_s: float = 10.0) -> None:
@@ -325,7 +376,7 @@ class Folder:
             if ix._closed:
                 abandon(ix, pf)
                 return
-            if commit(ix, pf):
+            if commit(ix, pf, gradual=True):
                 self.folds += 1
             else:
                 self.abandoned += 1

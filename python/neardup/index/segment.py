@@ -167,6 +167,17 @@ def _align(x: int) -> int:
     return (x + 7) // 8 * 8
 
 
+def _damaged(path: str, message: str) -> IndexCorruptError:
+    """The error for a segment that does not read back whole: damage, unless the file is no
+    longer at `path`. A segment merged away is renamed before it is shrunk and deleted
+    (fold.retire): a reader that opened it just before the rename may read it short, and must
+    retry on the newer manifest (FileGoneError), not report the index as damaged."""
+    name = os.path.basename(path)
+    if not os.path.exists(path):
+        return FileGoneError(f"segment {name} was removed (merged into another) while it was read", name)
+    return IndexCorruptError(message)
+
+
 def read_segment(path: str, size: int | None = None, crc: int | None = None) -> Postings:
     """Load and check a segment file (size and CRC from the manifest when given)."""
     name = os.path.basename(path)
@@ -176,19 +187,19 @@ def read_segment(path: str, size: int | None = None, crc: int | None = None) -> 
     except FileNotFoundError:
         raise FileGoneError(f"segment {name} is listed in the manifest but missing", name) from None
     if size is not None and len(data) != size:
-        raise IndexCorruptError(f"segment {name} is truncated or altered: {len(data)} bytes, the manifest says {size}")
+        raise _damaged(path, f"segment {name} is truncated or altered: {len(data)} bytes, the manifest says {size}")
     if len(data) < 28 or data[:8] != MAGIC or data[-8:] != END:
-        raise IndexCorruptError(f"segment {name} is not a complete segment file (bad magic; truncated?)")
+        raise _damaged(path, f"segment {name} is not a complete segment file (bad magic; truncated?)")
     body = memoryview(data)[:-12]
     got = zlib.crc32(body)
     (stored,) = struct.unpack("<I", data[-12:-8])
     if got != stored or (crc is not None and got != crc):
-        raise IndexCorruptError(f"segment {name} fails its checksum (CRC-32 {got:08x}, expected {stored:08x})")
+        raise _damaged(path, f"segment {name} fails its checksum (CRC-32 {got:08x}, expected {stored:08x})")
     (hlen,) = struct.unpack("<Q", data[8:16])
     try:
         header = json.loads(bytes(data[16 : 16 + hlen]))
     except ValueError:
-        raise IndexCorruptError(f"segment {name} has an unreadable header") from None
+        raise _damaged(path, f"segment {name} has an unreadable header") from None
     arrs = {}
     buf = np.frombuffer(data, dtype=np.uint8)
     for m in header["arrays"]:

@@ -5,6 +5,7 @@ An index directory holds::
     index.sqlite (+ -wal, -shm)   documents, clusters, keepers, verified pairs, the manifest
     lock                          the writer lock (flock); readers never take it
     seg-*.ndx                     immutable sorted band postings (see segment.py)
+    retired-seg-*.ndx             a segment merged away, being deleted (fold.py, _retire)
     texts-*.dat                   append-only text log (each text's offset, length and CRC-32
                                   are in its ``documents`` row); bytes past ``text_files.committed``
                                   are from an interrupted add and are cut off by the next writer
