@@ -262,35 +262,21 @@ class L0:
     def lookup(self, band: int, q: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if not self.map or len(q) == 0:
             return _NONE, _NONE
-        get = self.map.get
-        qi, ds = [], []
-        for i, k in enumerate(q.tolist()):
-            hit = get((band, k))
-            if hit is None:
-                continue
-            if isinstance(hit, int):
-                qi.append(i)
-                ds.append(hit)
-            else:
-                qi.extend([i] * len(hit))
-                ds.extend(hit)
-        if not ds:  # no hit (the usual answer for a single article's key)
-            return _NONE, _NONE
-        qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
-        if len(tomb) and len(d_a):
-            m = ~np.isin(d_a, tomb)
-            qi_a, d_a = qi_a[m], d_a[m]
-        return qi_a, d_a
+        return self._found([(band, q.tolist())], tomb)
 
     def lookup_bands(self, keys: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`lookup` for every band at once: row j of `keys` (bands x queries) in band j."""
         if not self.map or keys.size == 0:
             return _NONE, _NONE
+        return self._found(enumerate(keys.tolist()), tomb)
+
+    def _found(self, rows, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query index, document) for each hit of (band, keys) in `rows`, tombstones dropped."""
         get = self.map.get
         qi, ds = [], []
-        for j, row in enumerate(keys.tolist()):
-            for i, k in enumerate(row):
-                hit = get((j, k))
+        for band, keys in rows:
+            for i, k in enumerate(keys):
+                hit = get((band, k))
                 if hit is None:
                     continue
                 if isinstance(hit, int):
@@ -299,7 +285,7 @@ class L0:
                 else:
                     qi.extend([i] * len(hit))
                     ds.extend(hit)
-        if not ds:
+        if not ds:  # no hit (the usual answer for a single article's key)
             return _NONE, _NONE
         qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
         if len(tomb):
