@@ -170,7 +170,7 @@ def _align(x: int) -> int:
 def _damaged(path: str, message: str) -> IndexCorruptError:
     """The error for a segment that does not read back whole: damage, unless the file is no
     longer at `path`. A segment merged away is renamed before it is shrunk and deleted
-    (fold.retire): a reader that opened it just before the rename may read it short, and must
+    (fold._retire): a reader that opened it just before the rename may read it short, and must
     retry on the newer manifest (FileGoneError), not report the index as damaged."""
     name = os.path.basename(path)
     if not os.path.exists(path):
