@@ -23,7 +23,6 @@ Steps (every figure printed and written to OUT/results.json):
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import resource
@@ -245,6 +244,13 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.ar
 """
 
 
+def run_loadgen(port: int, rate: float, duration: float, docs_path: str, start: int, tag: str) -> dict:
+    """One LOADGEN run against 127.0.0.1:`port` (day articles from `start`; `tag` keeps ids new)."""
+    r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
+                        docs_path, str(start), tag], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
 #: a server that answers every request at once (200, "{}"): the load generator's own floor,
 #: what it reports when the server takes no time (its parsing, the loopback, its clock)
 FLOOR_SERVER = r"""
@@ -281,9 +287,7 @@ def loadgen_floor(docs_path: str, rates: list[float], duration: float, start: in
         srv.stdout.readline()
         out = []
         for rate in rates:
-            r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
-                                docs_path, str(start), "floor"], capture_output=True, text=True, check=True)
-            row = json.loads(r.stdout)
+            row = run_loadgen(port, rate, duration, docs_path, start, "floor")
             print(f"  load generator floor {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
                   f"max {row['max_ms']:.1f} ms", flush=True)
             out.append(row)
@@ -324,11 +328,8 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
 
         for rate in rates:
             before = shape()
-            r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
-                                docs_path, str(start), f"{os.getpid()}x{int(time.time())}"],
-                               capture_output=True, text=True, check=True)
+            row = run_loadgen(port, rate, duration, docs_path, start, f"{os.getpid()}x{int(time.time())}")
             start += int(rate * duration)
-            row = json.loads(r.stdout)
             row["server_rss_bytes"] = sum(int(open(f"/proc/{p}/statm").read().split()[1]) * 4096 for p in pids)
             row["sync"] = sync
             row["serve_args"] = list(serve_args)
