@@ -123,7 +123,8 @@ class GroupWriter:
             if self.checkpointer is None:
                 # the writer connection stops checkpointing on commit; this thread's does it
                 self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
-                self.checkpointer = Checkpointer(self.index)
+                # (the limit read now, not when Checkpointer was defined: tests lower it)
+                self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES)
             self._write(group)
 
     def _write(self, group) -> None:
