@@ -187,7 +187,7 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
         reqs.append(b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     q = asyncio.Queue()
-    lat, errors = [], 0
+    lat, when, errors = [], [], 0
 
     async def conn():
         nonlocal errors
@@ -208,6 +208,7 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
                     cl = int(line.split(b":")[1])
             await r.readexactly(cl)
             lat.append(time.perf_counter() - t_s)
+            when.append((lat[-1], t_s - t0))
             if status != 200:
                 errors += 1
 
@@ -236,8 +237,12 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
     wall = time.perf_counter() - t0
     lat.sort()
     qf = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))] * 1000
+    # where in the window the slowest requests were sent (seconds from its start): a stall shows
+    # as a run of them within a fraction of a second
+    worst = [[round(t, 3), round(x * 1000, 1)] for x, t in sorted(when, reverse=True)[:12]]
     print(json.dumps({"rate": rate, "requests": n, "errors": errors, "achieved_rate": n / wall,
-                      "p50_ms": qf(0.50), "p90_ms": qf(0.90), "p99_ms": qf(0.99), "max_ms": lat[-1] * 1000}))
+                      "p50_ms": qf(0.50), "p90_ms": qf(0.90), "p99_ms": qf(0.99), "max_ms": lat[-1] * 1000,
+                      "slowest_at_s_ms": worst}))
 
 TAG = sys.argv[7]
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
@@ -518,6 +523,10 @@ def drop_page_cache() -> bool:
         return False
 
 
+#: seconds of rest between the copies of the archive and the timed day's add (see day_add)
+SETTLE_S = 30
+
+
 def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = False) -> None:
     """The day's add onto a fresh copy of the archive: a fresh process, end to end (import, read
     JSONL, check, sign, look up, verify, cluster, write, commit), then the same add in-process on
@@ -529,6 +538,12 @@ def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = Fal
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(snap, tmp)
     os.sync()  # the copies' write-back must not land in the timed add
+    # nor what the disk still does for them once sync returns: the two 2.5 GB copies and the
+    # deletion of the previous ones (trimmed: the disk is mounted with `discard`). Timed right
+    # after sync, the add took 16.6 / 17.3 s end to end (2026-11-30, session 8), against 15.4
+    # and 13.1 s for the same add 20-30 s after a single copy
+    time.sleep(SETTLE_S)
+    res["settle_s"] = SETTLE_S
     res["cold"] = drop_page_cache() if cold else False
     if cold and not res["cold"]:
         print("could not drop the page cache (not root?): the run is warm", flush=True)

@@ -83,6 +83,23 @@ def test_thread_count_invariance(texts: list[str], scheme: str) -> None:
     assert np.array_equal(one, mh.signatures(texts))
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.text(max_size=80), max_size=40), st.sampled_from(SCHEMES),
+       st.sampled_from(["word", "char", "whitespace"]), st.booleans())
+def test_keyed_signatures_are_signatures_plus_exact_keys(texts: list[str], scheme: str, unit: str, stop: bool) -> None:
+    # the index's intake signs and keys every text in one pass; it must give what the two
+    # separate calls give, for any text, unit and stop-word list
+    from neardup import _core
+
+    texts = [t for t in texts if _encodable(t)] + ["Heavy RAIN over  Karnataka.", "", "!!", "Straße ﬁnance"]
+    sh = neardup.Shingler(k=3, unit=unit, stopwords=["the", "over"] if stop else None)
+    mh = neardup.MinHash(num_perm=32, scheme=scheme, shingler=sh)
+    sigs, keys, ntok = mh._signatures_keyed(texts, threads=2)
+    want_keys, want_ntok = _core._exact_keys(texts)
+    assert np.array_equal(sigs, mh.signatures(texts))
+    assert np.array_equal(keys, want_keys) and np.array_equal(ntok, want_ntok)
+
+
 def _encodable(t: str) -> bool:
     try:
         t.encode()

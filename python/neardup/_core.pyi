@@ -47,6 +47,9 @@ class MinHasher:
     def signatures(
         self, shingler: Shingler, texts: Sequence[str], threads: int | None = None
     ) -> npt.NDArray[np.uint32]: ...
+    def signatures_keyed(
+        self, shingler: Shingler, texts: Sequence[str], threads: int | None = None
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
     def signatures_arrow(
         self,
         shingler: Shingler,

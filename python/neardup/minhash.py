@@ -157,6 +157,12 @@ class MinHash:
             return parts[0] if len(parts) == 1 else np.vstack(parts)
         return self._inner.signatures(self._shingler._inner, texts, threads)
 
+    def _signatures_keyed(self, texts: Sequence[str], threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`signatures` of a list of str, plus each text's exact-pass key and token count
+        (``_core._exact_keys``), each text tokenised once (the index's intake signs every text
+        and needs both)."""
+        return self._inner.signatures_keyed(self._shingler._inner, texts, threads)
+
     def signature_from_hashes(self, hashes: Any) -> np.ndarray:
         """Signature of a set of ids (``uint64``; for datasketch-affine32, 32-bit input hashes).
 

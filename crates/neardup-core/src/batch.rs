@@ -46,6 +46,27 @@ pub fn signatures<S: AsRef<str> + Sync>(mh: &MinHasher, shingler: &Shingler, tex
         .for_each(|(row, t)| mh.from_text(shingler, t.as_ref(), row));
 }
 
+/// Signatures of many texts plus each one's exact key and token count (as
+/// [`crate::exactkey::exact_keys`]), each text tokenised once ([`MinHasher::from_text_keyed`]).
+pub fn signatures_keyed<S: AsRef<str> + Sync>(
+    mh: &MinHasher,
+    shingler: &Shingler,
+    texts: &[S],
+    out: &mut [u32],
+    keys: &mut [u64],
+    ntokens: &mut [u64],
+) {
+    let k = mh.num_perm();
+    assert_eq!(out.len(), texts.len() * k);
+    assert_eq!(keys.len(), texts.len());
+    assert_eq!(ntokens.len(), texts.len());
+    out.par_chunks_mut(k)
+        .zip(keys.par_iter_mut().zip(ntokens.par_iter_mut()))
+        .zip(texts.par_iter())
+        .with_min_len(8)
+        .for_each(|((row, (key, n)), t)| (*key, *n) = mh.from_text_keyed(shingler, t.as_ref(), row));
+}
+
 /// SimHash fingerprints of many texts.
 pub fn fingerprints<S: AsRef<str> + Sync>(shingler: &Shingler, texts: &[S], out: &mut [u64]) {
     assert_eq!(out.len(), texts.len());
@@ -87,5 +108,46 @@ mod tests {
         with_threads(Some(2), || signatures(&mh, &sh, &texts, &mut two)).unwrap();
         assert_eq!(one, two);
         assert!(with_threads(Some(0), || ()).is_err());
+    }
+
+    #[test]
+    fn keyed_signatures_are_the_separate_passes() {
+        // ASCII and not, blank, no tokens, fewer tokens than k; every unit, with and without
+        // stop words (those tokenise again for the key), every scheme
+        let texts: Vec<String> = [
+            "Heavy rain is likely over coastal Karnataka.",
+            "  heavy   RAIN is likely -- over coastal karnataka ",
+            "Ünïcödé Straße ﬁnance: café au lait, ＦＵＬＬ width",
+            "",
+            "!! ...",
+            "two words",
+            "snake_case AND CamelCase 55kmph -- x__y the of a",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain((0..300).map(|i| format!("doc {i} about rain {} and more words here", i % 7)))
+        .collect();
+        let n = texts.len();
+        let shinglers = [
+            Shingler::new(3, Unit::Word, ShingleHash::Xxh3, 0).unwrap(),
+            Shingler::new(5, Unit::Word, ShingleHash::Xxh3, 0).unwrap().with_stopwords(["the", "of", "a"]),
+            Shingler::new(4, Unit::Char, ShingleHash::Xxh3, 0).unwrap(),
+            Shingler::new(2, Unit::Whitespace, ShingleHash::Xxh3, 0).unwrap(),
+        ];
+        let hashers = [MinHasher::oph(128, 1).unwrap(), MinHasher::multiply_shift(64, 5).unwrap()];
+        let (mut want_k, mut want_n) = (vec![0u64; n], vec![0u64; n]);
+        crate::exactkey::exact_keys(&texts, &mut want_k, &mut want_n);
+        for sh in &shinglers {
+            for mh in &hashers {
+                let p = mh.num_perm();
+                let mut want = vec![0u32; n * p];
+                signatures(mh, sh, &texts, &mut want);
+                let (mut got, mut k, mut c) = (vec![0u32; n * p], vec![0u64; n], vec![0u64; n]);
+                with_threads(Some(2), || signatures_keyed(mh, sh, &texts, &mut got, &mut k, &mut c)).unwrap();
+                assert_eq!(got, want);
+                assert_eq!(k, want_k);
+                assert_eq!(c, want_n);
+            }
+        }
     }
 }

@@ -75,6 +75,12 @@ pub fn exact_key(text: &str) -> (u64, u64) {
     })
 }
 
+/// (key, number of tokens) of a text from its word tokens (no stop words dropped): what
+/// [`exact_key`] gives for that text, without tokenising it again.
+pub fn key_of(ts: &TokenStream) -> (u64, u64) {
+    (xxhash_rust::xxh3::xxh3_64_with_seed(ts.text.as_bytes(), KEY_SEED), ts.len() as u64)
+}
+
 /// Keys and token counts of many texts, in parallel (same answer for any thread count).
 pub fn exact_keys<S: AsRef<str> + Sync>(texts: &[S], keys: &mut [u64], ntokens: &mut [u64]) {
     keys.par_iter_mut()

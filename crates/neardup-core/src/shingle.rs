@@ -61,22 +61,39 @@ impl Shingler {
     }
 
     /// Call `f` with the bytes of every shingle occurrence, in order (repeats included).
-    pub fn for_each_shingle<F: FnMut(&[u8])>(&self, text: &str, mut f: F) {
+    pub fn for_each_shingle<F: FnMut(&[u8])>(&self, text: &str, f: F) {
+        self.with_tokens(text, |ts| self.for_each_shingle_of(ts, f))
+    }
+
+    /// Call `f` with the tokens of `text` (this shingler's unit and stop words), in a buffer
+    /// of this thread's: one tokenisation serves several uses of the same text.
+    pub fn with_tokens<R>(&self, text: &str, f: impl FnOnce(&TokenStream) -> R) -> R {
         STREAM.with(|cell| {
             let mut ts = cell.borrow_mut();
             tokenize(self.unit, text, self.stopwords.as_deref(), &mut ts);
-            let n = ts.len();
-            if n == 0 {
-                return;
-            }
-            if n < self.k {
-                f(ts.span(0, n));
-                return;
-            }
-            for i in 0..=n - self.k {
-                f(ts.span(i, i + self.k));
-            }
+            f(&ts)
         })
+    }
+
+    /// [`Shingler::for_each_shingle`] of tokens already made by [`Shingler::with_tokens`].
+    pub fn for_each_shingle_of<F: FnMut(&[u8])>(&self, ts: &TokenStream, mut f: F) {
+        let n = ts.len();
+        if n == 0 {
+            return;
+        }
+        if n < self.k {
+            f(ts.span(0, n));
+            return;
+        }
+        for i in 0..=n - self.k {
+            f(ts.span(i, i + self.k));
+        }
+    }
+
+    /// True when this shingler's tokens are the exact pass's (word tokens, no stop words):
+    /// the exact key of a text is then the hash of its token stream ([`crate::exactkey::key_of`]).
+    pub fn tokens_are_exact_keys(&self) -> bool {
+        self.unit == Unit::Word && self.stopwords.is_none()
     }
 
     #[inline]

@@ -114,6 +114,27 @@ impl PyMinHasher {
         Ok(self.matrix(py, strs.len(), out))
     }
 
+    /// Signatures plus each text's exact key and token count (as ``_exact_keys``), each text
+    /// tokenised once: (n x num_perm uint32, keys uint64 (n,), ntokens uint64 (n,)).
+    #[pyo3(signature = (shingler, texts, threads=None))]
+    fn signatures_keyed<'py>(
+        &self,
+        py: Python<'py>,
+        shingler: &PyShingler,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<i64>,
+    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+        let owned = Texts::extract(texts)?;
+        let strs = owned.strs()?;
+        let t = crate::convert::threads(py, threads)?;
+        let n = strs.len();
+        let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
+        detached(py, || {
+            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, &strs, &mut out, &mut keys, &mut ntok))
+        })?;
+        Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
+    }
+
     /// Signatures of an Arrow string array passed as its (int64 offsets, uint8 data).
     #[pyo3(signature = (shingler, offsets, data, threads=None))]
     fn signatures_arrow<'py>(

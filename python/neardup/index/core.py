@@ -1382,6 +1382,9 @@ class Index:
                         sims = self._estimate(np.stack([sg[d] for d in ds2]), pr)
                     for m, s in zip(jobs, np.asarray(sims).tolist()):
                         doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
+        # a scrubbing remove also zeroes the database pages it frees whole (the writer's
+        # setting, FAST, zeroes only the deleted cells in pages written anyway: store.connect)
+        conn.execute(f"PRAGMA secure_delete = {'ON' if scrub else 'FAST'}")
         conn.execute("BEGIN IMMEDIATE")
         try:
             for s in range(0, len(dl), 30000):
@@ -1405,6 +1408,8 @@ class Index:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        finally:
+            conn.execute("PRAGMA secure_delete = FAST")
         self._after_remove(before, gen, dl)
         if scrub and self.config.store_text:
             self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost

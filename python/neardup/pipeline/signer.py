@@ -37,5 +37,13 @@ class Signer:
             return self.mh.signatures(texts, threads=self.opts.threads)
         return np.asarray(self.sh.fingerprints(texts, threads=self.opts.threads), dtype=np.uint64)
 
+    def keyed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(signatures, exact keys, token counts) of every text, each tokenised once
+        (``exact_keys`` and :meth:`batch` in one pass); None for SimHash (call both)."""
+        if self.opts.method != "minhash":
+            return None
+        sigs, keys, ntok = self.mh._signatures_keyed(texts, threads=self.opts.threads)
+        return sigs, np.asarray(keys, dtype=np.uint64), np.asarray(ntok, dtype=np.uint64)
+
     def hashes(self, texts: list[str]) -> list[np.ndarray]:
         return self.shingler.hashes_batch(texts, threads=self.opts.threads)

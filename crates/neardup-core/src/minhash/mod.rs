@@ -13,6 +13,7 @@ mod oph;
 use crate::error::param;
 use crate::hash::{sha1_hash32, SplitMix64};
 use crate::shingle::Shingler;
+use crate::tokenize::TokenStream;
 use std::cell::RefCell;
 
 pub use multiply_shift::{kernel_name, signature_scalar};
@@ -159,14 +160,32 @@ impl MinHasher {
 
     /// Text to signature through `shingler`.
     pub fn from_text(&self, shingler: &Shingler, text: &str, out: &mut [u32]) {
+        shingler.with_tokens(text, |ts| self.from_stream(shingler, ts, out))
+    }
+
+    /// [`MinHasher::from_text`] plus the text's exact key and token count
+    /// ([`crate::exactkey::exact_key`]), from one tokenisation when the shingler's tokens are
+    /// the exact pass's (word tokens, no stop words; otherwise the key tokenises on its own).
+    pub fn from_text_keyed(&self, shingler: &Shingler, text: &str, out: &mut [u32]) -> (u64, u64) {
+        if !shingler.tokens_are_exact_keys() {
+            self.from_text(shingler, text, out);
+            return crate::exactkey::exact_key(text);
+        }
+        shingler.with_tokens(text, |ts| {
+            self.from_stream(shingler, ts, out);
+            crate::exactkey::key_of(ts)
+        })
+    }
+
+    fn from_stream(&self, shingler: &Shingler, ts: &TokenStream, out: &mut [u32]) {
         IDS.with(|cell| {
             let mut ids = cell.borrow_mut();
             ids.clear();
             match &self.scheme {
                 Scheme::Affine32 { .. } => {
-                    shingler.for_each_shingle(text, |b| ids.push(sha1_hash32(b) as u64))
+                    shingler.for_each_shingle_of(ts, |b| ids.push(sha1_hash32(b) as u64))
                 }
-                _ => shingler.for_each_shingle(text, |b| ids.push(shingler.hash_bytes(b))),
+                _ => shingler.for_each_shingle_of(ts, |b| ids.push(shingler.hash_bytes(b))),
             }
             self.from_ids(&ids, out).expect("ids are in range by construction");
         })

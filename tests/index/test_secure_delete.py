@@ -1,0 +1,67 @@
+"""What a delete writes. The SQLite that Python links on Debian is built with SECURE_DELETE on:
+every page a DELETE frees is zeroed, so written to the WAL (and copied again by the
+checkpoint). The writer's connection sets FAST (store.connect), so a background fold emptying
+level 0 writes a few pages, not all of level 0's; a scrubbing ``remove`` sets ON for its own
+transaction, so the removed rows leave nothing in the database file."""
+import os
+import sqlite3
+
+from neardup.index import Index, fold
+
+FRAME = 24 + 4096  # a WAL frame: its header and one page (the default page size)
+
+
+def _docs(n, prefix):
+    # distinct texts (no two near each other), short enough that level 0 dominates the pages
+    return [{"id": f"{prefix}{i:05d}", "text": f"item {i} " + " ".join(f"w{(i * 7919 + j) % 100003}" for j in range(12))}
+            for i in range(n)]
+
+
+def _wal_frames(d):
+    wal = os.path.join(d, "index.sqlite-wal")
+    size = os.path.getsize(wal) if os.path.exists(wal) else 0
+    return max(0, size - 32) // FRAME
+
+
+def test_a_fold_emptying_level_0_writes_a_few_pages_not_all_of_level_0(tmp_path):
+    d = str(tmp_path / "ix")
+    with Index.create(d) as ix:
+        ix.add(_docs(3000, "d"))
+        conn = ix._writer()
+        level0_bytes = conn.execute("SELECT sum(length(bands)) + 16 * count(*) FROM level0").fetchone()[0]
+        level0_pages = level0_bytes // 4096
+        assert level0_pages >= 80
+        pf = fold.prepare(ix)
+        assert pf is not None
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert _wal_frames(d) == 0
+        assert fold.commit(ix, pf)
+        assert conn.execute("SELECT count(*) FROM level0").fetchone()[0] == 0
+        written = _wal_frames(d)
+        # page 1, meta, segments, level 0's root, the freelist's trunk (and an interior page or
+        # two): with SECURE_DELETE on, every one of level 0's pages as well
+        assert written <= 12, (written, level0_pages)
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 2  # FAST
+
+
+def test_a_scrubbing_remove_leaves_no_trace_of_the_rows_in_the_database_file(tmp_path):
+    d = str(tmp_path / "ix")
+    marker = b"confidential-source-"
+    with Index.create(d) as ix:
+        ix.add(_docs(40, "keep-"))
+        ix.add(_docs(1500, marker.decode()))  # the documents table's and its id index's pages
+        assert ix.remove([f"{marker.decode()}{i:05d}" for i in range(1500)]) == 1500
+        conn = ix._writer()
+        assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 2  # back to FAST after it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert ix.get_document("keep-00007")["id"] == "keep-00007"
+    with open(os.path.join(d, "index.sqlite"), "rb") as f:
+        data = f.read()
+    assert marker not in data
+    assert b"keep-00007" in data
+    # the file is a sound database after it
+    c = sqlite3.connect(os.path.join(d, "index.sqlite"))
+    try:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        c.close()
