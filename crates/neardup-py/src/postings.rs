@@ -79,6 +79,21 @@ impl PostingArrays {
         queries: PyReadonlyArray1<'py, u64>,
     ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
         let q = queries.as_slice().map_err(|_| param_err(py, "queries must be a contiguous uint64 array"))?;
+        let (qi, d) = self.search(py, q)?;
+        Ok((
+            PyArray1::from_vec(py, qi.into_iter().map(i64::from).collect()),
+            PyArray1::from_vec(py, d.into_iter().map(i64::from).collect()),
+        ))
+    }
+
+    fn __len__(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+impl PostingArrays {
+    /// `postings::lookup_few` over these arrays: (query index, document) of every match.
+    fn search(&self, py: Python<'_>, q: &[u64]) -> PyResult<(Vec<u32>, Vec<u32>)> {
         let views: Vec<_> = self.keys.iter().zip(&self.docs).map(|(k, d)| (k.bind(py), d.bind(py))).collect();
         let mut arrays: Vec<(&[u64], &[u32])> = Vec::with_capacity(views.len());
         for (k, d) in &views {
@@ -89,16 +104,8 @@ impl PostingArrays {
             let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
             arrays.push((ks, ds));
         }
-        let (qi, d) = catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q)))
-            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))?;
-        Ok((
-            PyArray1::from_vec(py, qi.into_iter().map(i64::from).collect()),
-            PyArray1::from_vec(py, d.into_iter().map(i64::from).collect()),
-        ))
-    }
-
-    fn __len__(&self) -> usize {
-        self.keys.len()
+        catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q)))
+            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))
     }
 }
 
@@ -118,17 +125,7 @@ pub fn lookup_bands<'py>(
     let (mut rows, mut qis, mut docs) = (Vec::new(), Vec::new(), Vec::new());
     for (j, h) in handles.iter().enumerate() {
         let row: Vec<u64> = q.row(j).to_vec();
-        let h = h.get();
-        let views: Vec<_> = h.keys.iter().zip(&h.docs).map(|(k, d)| (k.bind(py), d.bind(py))).collect();
-        let mut arrays: Vec<(&[u64], &[u32])> = Vec::with_capacity(views.len());
-        for (k, d) in &views {
-            // SAFETY: as in `few` (read-only segment arrays, checked contiguous at construction,
-            // kept alive by the handle)
-            let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
-            arrays.push((ks, ds));
-        }
-        let (qi, d) = catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, &row)))
-            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))?;
+        let (qi, d) = h.get().search(py, &row)?;
         rows.extend(std::iter::repeat(j as i64).take(qi.len()));
         qis.extend(qi.into_iter().map(i64::from));
         docs.extend(d.into_iter().map(i64::from));

@@ -123,7 +123,7 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
             # wrote 3.3 MB and its commit took 18 ms under the writer lock (0.8 ms and 33 KB
             # with FAST, measured on the 1.2M index). FAST still zeroes deleted cells in pages
             # that are written anyway; freed pages keep their old bytes until reused. The texts
-            # themselves live in the text log, not here (docs/index.md, "Deleting").
+            # themselves live in the text log, not here (docs/index.md, "Removal").
             conn.execute("PRAGMA secure_delete = FAST")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA cache_size = -65536")
@@ -295,11 +295,7 @@ class L0:
                     ds.extend(hit)
         if not ds:  # no hit (the usual answer for a single article's key)
             return _NONE, _NONE
-        qi_a, d_a = np.array(qi, np.int64), np.array(ds, np.int64)
-        if len(tomb):
-            m = ~np.isin(d_a, tomb)
-            qi_a, d_a = qi_a[m], d_a[m]
-        return qi_a, d_a
+        return _live(np.array(qi, np.int64), np.array(ds, np.int64), tomb)
 
     def postings(self, bands: int) -> Postings:
         ks: dict[int, list[int]] = {j: [] for j in range(-1, bands)}
@@ -338,6 +334,11 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
         # (numpy.searchsorted per segment cost ~2 s of a 200,000-article day's add on 1M)
         live = [(k, d) for k, d in arrays if len(k)]
         qi, d = _core.postings_lookup([k for k, _ in live], [d for _, d in live], q)
+    return _live(qi, d, tomb)
+
+
+def _live(qi: np.ndarray, d: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (query index, document) pairs whose document is not tombstoned."""
     if len(tomb) and len(d):
         m = ~np.isin(d, tomb)
         qi, d = qi[m], d[m]
@@ -356,9 +357,7 @@ def lookup_bands(handles: list, keys: np.ndarray, tomb: np.ndarray, l0: L0) -> t
     found in several bands comes once per band, as from `lookup` band by band."""
     keys = np.ascontiguousarray(keys, dtype=np.uint64)
     _, qi, d = _core.lookup_bands(handles, keys)
-    if len(tomb) and len(d):
-        m = ~np.isin(d, tomb)
-        qi, d = qi[m], d[m]
+    qi, d = _live(qi, d, tomb)
     lq, ld = l0.lookup_bands(keys, tomb)
     if len(ld):
         qi, d = np.concatenate([qi, lq]), np.concatenate([d, ld])
