@@ -160,7 +160,7 @@ impl MinHasher {
 
     /// Text to signature through `shingler`.
     pub fn from_text(&self, shingler: &Shingler, text: &str, out: &mut [u32]) {
-        shingler.with_tokens(text, |ts| self.from_stream(shingler, ts, out))
+        shingler.with_tokens(text, |ts| self.sign_stream(shingler, ts, out))
     }
 
     /// [`MinHasher::from_text`] plus the text's exact key and token count
@@ -172,12 +172,12 @@ impl MinHasher {
             return crate::exactkey::exact_key(text);
         }
         shingler.with_tokens(text, |ts| {
-            self.from_stream(shingler, ts, out);
+            self.sign_stream(shingler, ts, out);
             crate::exactkey::key_of(ts)
         })
     }
 
-    fn from_stream(&self, shingler: &Shingler, ts: &TokenStream, out: &mut [u32]) {
+    fn sign_stream(&self, shingler: &Shingler, ts: &TokenStream, out: &mut [u32]) {
         IDS.with(|cell| {
             let mut ids = cell.borrow_mut();
             ids.clear();
