@@ -240,9 +240,26 @@ async def main(host, port, rate, duration, docs_path, start, conns=32):
     # where in the window the slowest requests were sent (seconds from its start): a stall shows
     # as a run of them within a fraction of a second
     worst = [[round(t, 3), round(x * 1000, 1)] for x, t in sorted(when, reverse=True)[:12]]
+    # a long run is also cut into 20 s windows by send time (runs 5-10 were 20 s each): the p99 of
+    # each says whether a bad stretch (a disk stall) is spread over the run or held in one window
+    nwin = max(1, int(duration // 20))
+    cut = [[] for _ in range(nwin)]
+    for x, t in when:
+        cut[min(int(t // 20), nwin - 1)].append(x)  # a remainder under 20 s joins the last window
+    per = [round(sorted(xs)[int(0.99 * len(xs))] * 1000, 2) if xs else None for xs in cut]
+    # the seconds that held requests over 10 ms, and how many: a stall is a few in one second,
+    # a slow stretch many seconds with one or two each
+    over = {}
+    for x, t in when:
+        if x > 0.010:
+            over[int(t)] = over.get(int(t), 0) + 1
+    if len(sys.argv) > 8:  # every request's [send offset s, latency ms], for a trace to be laid beside
+        with open(sys.argv[8], "w") as f:
+            json.dump({"t0_monotonic": t0, "requests": sorted([round(t, 4), round(x * 1000, 3)] for x, t in when)}, f)
     print(json.dumps({"rate": rate, "requests": n, "errors": errors, "achieved_rate": n / wall,
                       "p50_ms": qf(0.50), "p90_ms": qf(0.90), "p99_ms": qf(0.99), "max_ms": lat[-1] * 1000,
-                      "slowest_at_s_ms": worst}))
+                      "over_10ms": sum(x > 0.010 for x in lat), "over_50ms": sum(x > 0.050 for x in lat),
+                      "p99_per_20s_ms": per, "over_10ms_by_second": sorted(over.items()), "slowest_at_s_ms": worst}))
 
 TAG = sys.argv[7]
 asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
@@ -303,8 +320,12 @@ def loadgen_floor(docs_path: str, rates: list[float], duration: float, start: in
 
 
 def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int,
-              serve_args: tuple[str, ...] = ()) -> list[dict]:
-    """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max)."""
+              serve_args: tuple[str, ...] = (), warm=None) -> list[dict]:
+    """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max).
+    `warm`: called before each rate's window (warm_recent_texts): this machine's kernel pages out
+    file pages that are not mapped and were left unread for about a minute (a DAMON `pageout`
+    scheme: 12 aggregation intervals of 5 s), so texts read once before a mode's four windows
+    leave the cache while they run (measured idle: 8% of 850 MB of warmed texts in 2 minutes)."""
     import httpx
 
     port = free_port()
@@ -332,6 +353,8 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
             return st["level0_documents"], st["segments"], st["segment_postings_docs"]
 
         for rate in rates:
+            if warm is not None:
+                warm()
             before = shape()
             row = run_loadgen(port, rate, duration, docs_path, start, f"{os.getpid()}x{int(time.time())}")
             start += int(rate * duration)
@@ -345,7 +368,8 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
             row["fold_in_window"] = after[0] < before[0] or after[1:] != before[1:]
             row["level0_before_after"] = [before[0], after[0]]
             print(f"  sync={sync} {' '.join(serve_args)} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
-                  f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}"
+                  f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
+                  f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
                   f"{', a fold in the window' if row['fold_in_window'] else ''}", flush=True)
             res.append(row)
             if row["p99_ms"] > 200:
@@ -459,9 +483,8 @@ def main() -> None:
         start = _next_start(a.out, a.day, int(sum(rates) * a.duration) * len(modes))
         res["loadgen_floor"] = loadgen_floor(day, rates, a.duration, start)
         for sync, w in modes:
-            if not a.cold_texts:
-                warm_recent_texts(d, a.day / (a.archive + a.day))
-            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w))
+            warm = None if a.cold_texts else (lambda: warm_recent_texts(d, a.day / (a.archive + a.day)))
+            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w), warm=warm)
             start += int(sum(rates) * a.duration)
             key = sync if w == "process" else f"{sync}/{w}"
             # a mode given twice (--sync full,full: repeats) keeps every run: 'full', 'full#2', ...
