@@ -1384,9 +1384,10 @@ class Index:
                         doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
         # a scrubbing remove also zeroes the database pages it frees whole (the writer's
         # setting, FAST, zeroes only the deleted cells in pages written anyway: store.connect)
-        conn.execute(f"PRAGMA secure_delete = {'ON' if scrub else 'FAST'}")
-        conn.execute("BEGIN IMMEDIATE")
+        if scrub:
+            conn.execute("PRAGMA secure_delete = ON")
         try:
+            conn.execute("BEGIN IMMEDIATE")
             for s in range(0, len(dl), 30000):
                 chunk = dl[s : s + 30000]
                 ph = ",".join("?" * len(chunk))
@@ -1409,7 +1410,8 @@ class Index:
                 conn.execute("ROLLBACK")
             raise
         finally:
-            conn.execute("PRAGMA secure_delete = FAST")
+            if scrub:  # back to the connection's setting, even when BEGIN itself failed
+                conn.execute("PRAGMA secure_delete = FAST")
         self._after_remove(before, gen, dl)
         if scrub and self.config.store_text:
             self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost
