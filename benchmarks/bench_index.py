@@ -319,6 +319,17 @@ def loadgen_floor(docs_path: str, rates: list[float], duration: float, start: in
         srv.wait(30)
 
 
+def stage_deltas(before: dict, after: dict) -> dict:
+    """The server's stage counts (timings.py) between two reads of GET /v1/stats: how many of
+    each stage ran in the window, and how many took over each threshold."""
+    out = {}
+    for name, a in after.items():
+        b = before.get(name, {"count": 0, "over_ms": {k: 0 for k in a["over_ms"]}})
+        out[name] = {"count": a["count"] - b["count"],
+                     "over_ms": {k: n - b["over_ms"][k] for k, n in a["over_ms"].items()}}
+    return out
+
+
 def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int,
               serve_args: tuple[str, ...] = (), warm=None) -> list[dict]:
     """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max).
@@ -350,7 +361,7 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
 
         def shape() -> tuple:
             st = httpx.get(url + "/v1/stats", timeout=120).json()
-            return st["level0_documents"], st["segments"], st["segment_postings_docs"]
+            return st["level0_documents"], st["segments"], st["segment_postings_docs"], st["service"]["timings"]
 
         for rate in rates:
             if warm is not None:
@@ -365,12 +376,20 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
             # committed during the window: a fold every ~25,000 articles is part of the steady
             # state, but a 20 s window at 200/s holds 4,000; the rows say which windows had one
             after = shape()
-            row["fold_in_window"] = after[0] < before[0] or after[1:] != before[1:]
+            row["fold_in_window"] = after[0] < before[0] or after[1:3] != before[1:3]
             row["level0_before_after"] = [before[0], after[0]]
+            # the server's own count of its slow stages in the window (GET /v1/stats: the
+            # front's POSTs, the writer's groups, the WAL fsyncs and checkpoint rounds)
+            row["server_stages"] = stage_deltas(before[3], after[3])
             print(f"  sync={sync} {' '.join(serve_args)} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
                   f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
                   f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
                   f"{', a fold in the window' if row['fold_in_window'] else ''}", flush=True)
+            print("    server, over 10 ms: " + ", ".join(
+                f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in row["server_stages"].items() if v["count"])
+                  + "; WAL fsyncs over 50 / 100 ms: "
+                  + (lambda w: f"{w['over_ms']['50']} / {w['over_ms']['100']}" if w else "-")(
+                      row["server_stages"].get("wal_fsync")), flush=True)
             res.append(row)
             if row["p99_ms"] > 200:
                 break

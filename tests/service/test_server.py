@@ -25,6 +25,13 @@ def test_real_server_round_trip(server, rain, index_dir, tmp_path):
         assert c.delete("/v1/documents/site-b-092").json()["removed"] == 1
         assert c.get("/v1/documents/site-b-092").status_code == 404
         assert c.get("/openapi.json").json()["info"]["title"] == "neardup"
+        # the service's own timings: the front's POSTs, the writer process's groups and the
+        # WAL fsyncs its answers waited for (--sync full, the default)
+        s = c.get("/v1/stats").json()["service"]
+        assert s["writer"] == "process" and s["sync"] == "full"
+        tm = s["timings"]
+        assert tm["post"]["count"] == 2 and tm["post_dry_run"]["count"] == 1
+        assert tm["group"]["count"] >= 1 and tm["wal_fsync"]["count"] >= 1 and tm["wal_fsync"]["max_ms"] > 0
     # one writer: a second server or a CLI add on the same index is refused, reading works
     r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--port", "1"],
                        capture_output=True, text=True, timeout=60)

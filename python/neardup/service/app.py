@@ -29,6 +29,7 @@ from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
 from neardup.service.fastpost import FastPost, replay_once
+from neardup.service.timings import Timings
 from neardup.service.worker import WriterGoneError, WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
@@ -171,6 +172,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     idx = index if isinstance(index, Index) else Index.open(index, background_fold=True)
     writer = writer if writer is not None else GroupWriter(idx, FIELDS)
     started = time.time()
+    front = Timings()  # the POSTs' time in this process (timings.py); the writer keeps its own
     @asynccontextmanager
     async def lifespan(_app):
         yield
@@ -190,7 +192,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     # 500 of on_any below answers an unexpected exception here too)
     app.add_middleware(FastPost, path="/v1/documents", model=Union[BatchIn, DocumentIn],
                        limit=lambda: app.state.max_body,
-                       handle=lambda body, dry_run: _add(writer, max_batch, body, dry_run))
+                       handle=lambda body, dry_run: _add(writer, max_batch, body, dry_run, front))
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
@@ -232,7 +234,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
               summary="Check one article or a batch against the index, and add them")
     async def post_documents(body: Union[BatchIn, DocumentIn],
                              dry_run: bool = Query(False, description="only check; insert nothing")):
-        return await _add(writer, max_batch, body, dry_run)
+        return await _add(writer, max_batch, body, dry_run, front)
 
     @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
     def get_document(doc_id: str):
@@ -277,7 +279,9 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.get("/v1/stats", responses=ERR, summary="Counts, sizes and settings")
     def stats() -> dict:
-        return idx.stats()
+        out = idx.stats()
+        out["service"] = _service_stats(writer, front, started)
+        return out
 
     @app.get("/v1/health", summary="Liveness")
     async def health() -> dict:
@@ -295,9 +299,33 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
 
 async def _add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
-               dry_run: bool) -> Response:
+               dry_run: bool, timings: Timings) -> Response:
     """POST /v1/documents once its body is validated: the FastAPI route and the fast path
-    (fastpost.py) both answer with this."""
+    (fastpost.py) both answer with this; its time goes to `timings` ("post", "post_dry_run")."""
+    t0 = time.perf_counter()
+    try:
+        return await _answer(writer, max_batch, body, dry_run)
+    finally:
+        timings.observe("post_dry_run" if dry_run else "post", (time.perf_counter() - t0) * 1000.0)
+
+
+def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started: float) -> dict:
+    """The service's part of GET /v1/stats: the writer's kind, the durability its answers wait
+    for, and how long the stages took (timings.py): the front's POSTs, and the writer's groups,
+    WAL fsyncs and checkpoint rounds (asked of the writer process; absent while none runs)."""
+    proc = isinstance(writer, WriterProcess)
+    sync = writer.open_kw.get("sync", "full") if proc else writer.index.sync
+    out = {"uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
+           "sync": "full" if sync == "group" else sync, "timings": front.as_dict()}
+    try:
+        out["timings"].update(writer.stage_timings().result(timeout=5))
+    except Exception:  # noqa: BLE001 - a busy or restarting writer: its stages are left out
+        pass
+    return out
+
+
+async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
+                  dry_run: bool) -> Response:
     docs = body.documents if isinstance(body, BatchIn) else [body]
     if len(docs) > max_batch:
         return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "

@@ -85,6 +85,17 @@ class WriterProcess:
     def remove(self, doc_id) -> Future:
         return self._call("remove", doc_id)
 
+    def stage_timings(self) -> Future:
+        """The writer process's timings (timings.py) as a dict; {} while no writer process runs
+        (asking does not start one)."""
+        with self._lock:
+            running = self._conn is not None and not self._closing
+        if not running:
+            fut: Future = Future()
+            fut.set_result({})
+            return fut
+        return self._call("timings", None)
+
     def _call(self, kind: str, payload) -> Future:
         fut: Future = Future()
         with self._lock:
@@ -259,7 +270,7 @@ def serve_writes(conn: Connection) -> None:
             exc = fut.exception()
             if exc is None:
                 res = fut.result()  # verdicts (a lazy sequence: built here, in this process) or a count
-                msg = (rid, True, res if isinstance(res, int) else [v.as_dict() for v in res])
+                msg = (rid, True, res if isinstance(res, (int, dict)) else [v.as_dict() for v in res])
             else:
                 msg = (rid, False, portable(exc))
         except BaseException as exc:  # noqa: BLE001
@@ -295,6 +306,8 @@ def serve_writes(conn: Connection) -> None:
                     fut = writer.dry_run(payload)
                 elif kind == "remove":
                     fut = writer.remove(payload)
+                elif kind == "timings":
+                    fut = writer.stage_timings()
                 else:  # pragma: no cover - a bug in the front
                     fut = Future()
                     fut.set_exception(InternalError(f"unknown request kind {kind!r}"))

@@ -17,6 +17,7 @@ import gc
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from neardup.index import Index
@@ -24,6 +25,7 @@ from neardup.index import store
 from neardup.index.errors import DuplicateIdError
 from neardup.io.errors import RecordError
 from neardup.io.records import Fields
+from neardup.service.timings import Timings
 
 __all__ = ["FIELDS", "GroupWriter", "open_writer", "quiet_gc"]
 
@@ -43,9 +45,11 @@ class GroupWriter:
         self._start_lock = threading.Lock()
         self.checkpointer: Checkpointer | None = None
         self._readers: ThreadPoolExecutor | None = None  # dry runs and removes: _pool
+        #: how long groups, WAL fsyncs and checkpoint rounds take (GET /v1/stats: timings.py)
+        self.timings = Timings()
         #: with an index opened sync="group", answers wait for the WAL's fsync in a thread of
         #: their own (Acks) while the writer goes on to the next group
-        self.acks = Acks(index) if index.sync == "group" else None
+        self.acks = Acks(index, self.timings) if index.sync == "group" else None
         # the writer thread starts with the first submit(): the writer process (worker.py)
         # never submits, it calls write_group from its own main thread
 
@@ -77,6 +81,12 @@ class GroupWriter:
     def remove(self, doc_id) -> Future:
         """Remove one document; durable (sync="group" included) before the future is done."""
         return self._pool().submit(self._remove, doc_id)
+
+    def stage_timings(self) -> Future:
+        """The writer's timings (timings.py) as a dict, in a future (as WriterProcess's)."""
+        fut: Future = Future()
+        fut.set_result(self.timings.as_dict())
+        return fut
 
     def _remove(self, doc_id) -> int:
         with self.lock:
@@ -124,8 +134,9 @@ class GroupWriter:
                 # the writer connection stops checkpointing on commit; this thread's does it
                 self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
                 # (the limit read now, not when Checkpointer was defined: tests lower it)
-                self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES)
-            self._write(group)
+                self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES, timings=self.timings)
+            with self.timings.timed("group"):
+                self._write(group)
 
     def _write(self, group) -> None:
         ix = self.index
@@ -226,8 +237,9 @@ class Acks:
     a core at 200 requests/s that queue was most of the difference between --sync full and
     --sync normal. An acknowledged article is as durable as with a fsynced commit."""
 
-    def __init__(self, index: Index) -> None:
+    def __init__(self, index: Index, timings: Timings | None = None) -> None:
         self.index = index
+        self.timings = timings if timings is not None else Timings()
         self.q: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -250,7 +262,8 @@ class Acks:
                 return
             batch, stop = _waiting(self.q, item)
             try:
-                self.index.make_durable()
+                with self.timings.timed("wal_fsync"):
+                    self.index.make_durable()
             except Exception as exc:  # the groups are committed, their durability unknown: said so
                 for answers in batch:
                     for fut, _ in answers:
@@ -302,8 +315,10 @@ class Checkpointer:
     commit starts the WAL from its beginning (the file keeps its size: later commits overwrite
     it, no new blocks)."""
 
-    def __init__(self, index: Index, every: float = CHECKPOINT_EVERY, wal_max: int | None = WAL_RESTART_BYTES) -> None:
+    def __init__(self, index: Index, every: float = CHECKPOINT_EVERY, wal_max: int | None = WAL_RESTART_BYTES,
+                 timings: Timings | None = None) -> None:
         self.index = index
+        self.timings = timings if timings is not None else Timings()
         self.path = os.path.join(index.directory, store.DB_NAME)
         self.every = every
         self.wal_max = wal_max
@@ -317,6 +332,7 @@ class Checkpointer:
         page = conn.execute("PRAGMA page_size").fetchone()[0] + 24  # a frame: header and page
         try:
             while not self._stop.wait(self.every):
+                t0 = time.perf_counter()
                 try:
                     # (busy, frames in the WAL, frames copied): the frames, not the file's size,
                     # which stays at its high-water mark once the WAL restarts
@@ -333,6 +349,7 @@ class Checkpointer:
                     self.index.sync_texts()
                 except Exception:  # pragma: no cover - they stay durable in SQLite meanwhile
                     pass
+                self.timings.observe("checkpoint", (time.perf_counter() - t0) * 1000.0)
         finally:
             conn.close()
 
