@@ -92,6 +92,11 @@ def test_real_server_writer_in_its_own_process_survives_its_death(server, rain):
         os.kill(w["pid"], signal.SIGKILL)  # out of memory, a crash: the HTTP side stays up
         time.sleep(0.5)
         assert c.get("/v1/documents/" + rain[0]["id"]).status_code == 200  # reads never needed it
+        # the stats answer without the dead writer's stages, and asking starts no new writer
+        tm = c.get("/v1/stats").json()["service"]["timings"]
+        assert tm["post"]["count"] == 1 and "group" not in tm
+        time.sleep(1.0)
+        assert c.get("/v1/health").json()["writer"]["pid"] in (w["pid"], None)
         r = c.post("/v1/documents", json={"documents": rain[3:]})  # a new writer process
         assert r.status_code == 200, r.text
         assert c.get("/v1/health").json()["writer"]["pid"] not in (w["pid"], None)

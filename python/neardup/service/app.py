@@ -318,7 +318,9 @@ def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started:
     out = {"uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
            "sync": "full" if sync == "group" else sync, "timings": front.as_dict()}
     try:
-        out["timings"].update(writer.stage_timings().result(timeout=5))
+        # the writer process answers between two groups: during a large batch's add its
+        # stages are left out rather than holding this request for seconds
+        out["timings"].update(writer.stage_timings().result(timeout=1))
     except Exception:  # noqa: BLE001 - a busy or restarting writer: its stages are left out
         pass
     return out

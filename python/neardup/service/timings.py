@@ -9,8 +9,8 @@ not. Recording one costs a lock and a few additions (~1 us); nothing is kept per
 
 Stages (each in the process that runs it):
 
-* ``post``: a ``POST /v1/documents``, from its body read to its answer handed to the server
-  (the front process);
+* ``post`` (``post_dry_run``): a ``POST /v1/documents``, from its validated body to its
+  answer (the front process);
 * ``group``: a group commit's plan and commit in the writer (one or more requests);
 * ``wal_fsync``: the WAL's fsync that acknowledges the groups committed since the last one
   (``--sync full``);
