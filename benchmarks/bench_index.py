@@ -385,11 +385,12 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
                   f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
                   f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
                   f"{', a fold in the window' if row['fold_in_window'] else ''}", flush=True)
-            print("    server, over 10 ms: " + ", ".join(
-                f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in row["server_stages"].items() if v["count"])
+            stages = row["server_stages"]
+            fs = stages.get("wal_fsync")
+            print("    server, over 10 ms: "
+                  + ", ".join(f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in stages.items() if v["count"])
                   + "; WAL fsyncs over 50 / 100 ms: "
-                  + (lambda w: f"{w['over_ms']['50']} / {w['over_ms']['100']}" if w else "-")(
-                      row["server_stages"].get("wal_fsync")), flush=True)
+                  + (f"{fs['over_ms']['50']} / {fs['over_ms']['100']}" if fs else "-"), flush=True)
             res.append(row)
             if row["p99_ms"] > 200:
                 break

@@ -302,11 +302,8 @@ async def _add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[
                dry_run: bool, timings: Timings) -> Response:
     """POST /v1/documents once its body is validated: the FastAPI route and the fast path
     (fastpost.py) both answer with this; its time goes to `timings` ("post", "post_dry_run")."""
-    t0 = time.perf_counter()
-    try:
+    with timings.timed("post_dry_run" if dry_run else "post"):
         return await _answer(writer, max_batch, body, dry_run)
-    finally:
-        timings.observe("post_dry_run" if dry_run else "post", (time.perf_counter() - t0) * 1000.0)
 
 
 def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started: float) -> dict:

@@ -17,7 +17,6 @@ import gc
 import os
 import queue
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from neardup.index import Index
@@ -332,26 +331,28 @@ class Checkpointer:
         page = conn.execute("PRAGMA page_size").fetchone()[0] + 24  # a frame: header and page
         try:
             while not self._stop.wait(self.every):
-                t0 = time.perf_counter()
-                try:
-                    # (busy, frames in the WAL, frames copied): the frames, not the file's size,
-                    # which stays at its high-water mark once the WAL restarts
-                    _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    if self.wal_max is not None and frames * page > self.wal_max:
-                        with self.index._wlock:  # no commit meanwhile: this round copies the rest
-                            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                        self.catch_ups += 1
-                except Exception:  # pragma: no cover - busy or closing: the next round tries again
-                    pass
-                try:
-                    # the small adds' texts wait in SQLite until the log is fsynced: here, off
-                    # the request path (index/pending.py); the next commit drops their rows
-                    self.index.sync_texts()
-                except Exception:  # pragma: no cover - they stay durable in SQLite meanwhile
-                    pass
-                self.timings.observe("checkpoint", (time.perf_counter() - t0) * 1000.0)
+                with self.timings.timed("checkpoint"):
+                    self._round(conn, page)
         finally:
             conn.close()
+
+    def _round(self, conn, page: int) -> None:
+        try:
+            # (busy, frames in the WAL, frames copied): the frames, not the file's size,
+            # which stays at its high-water mark once the WAL restarts
+            _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if self.wal_max is not None and frames * page > self.wal_max:
+                with self.index._wlock:  # no commit meanwhile: this round copies the rest
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self.catch_ups += 1
+        except Exception:  # pragma: no cover - busy or closing: the next round tries again
+            pass
+        try:
+            # the small adds' texts wait in SQLite until the log is fsynced: here, off
+            # the request path (index/pending.py); the next commit drops their rows
+            self.index.sync_texts()
+        except Exception:  # pragma: no cover - they stay durable in SQLite meanwhile
+            pass
 
     def close(self) -> None:
         self._stop.set()
