@@ -1,9 +1,18 @@
-"""An index of format 1 (level 0 as one row per posting) is upgraded in place on open."""
+"""An index of an older format is upgraded in place on open: format 1 (level 0 as one row per
+posting) through every later one; format 3 (no counts in meta) to 4."""
 import sqlite3
 
 import numpy as np
 
-from neardup.index import Index
+import pytest
+
+from neardup.index import Index, counters
+from neardup.index.errors import IndexLockedError
+from neardup.index.store import FORMAT
+
+
+def _drop_counts(con):
+    con.execute(f"DELETE FROM meta WHERE key IN ({','.join('?' * len(counters.NAMES))})", counters.NAMES)
 
 
 def _to_format_1(db):
@@ -17,6 +26,7 @@ def _to_format_1(db):
             con.execute("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", (j, k - (1 << 64) if k >= 1 << 63 else k, doc))
     con.execute("DROP TABLE level0")
     con.execute("DROP TABLE pending_texts")
+    _drop_counts(con)
     con.execute("UPDATE meta SET value = '1' WHERE key = 'format'")
     con.execute("COMMIT")
     con.close()
@@ -31,7 +41,8 @@ def test_format_1_index_is_upgraded_on_open(tmp_path, corpus):
     _to_format_1(d / "index.sqlite")
     with Index.open(d) as ix:
         con = ix._conn()
-        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "3"
+        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == str(FORMAT)
+        assert counters.read(con) == counters.recount(con)
         assert con.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall() == level0
         assert [v.as_dict() for v in ix.query([c["text"] for c in corpus[200:260]])] == before
         ix.add(corpus[200:300])
@@ -50,3 +61,47 @@ def test_merge_update_uses_the_merged_into_index_and_writers_add_it(tmp_path, co
         ix.add(corpus[:20])  # a writer adds it
         names = [r[0] for r in ix._conn().execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
         assert "clusters_merged" in names
+
+
+def test_format_3_index_gets_its_counts_on_open(tmp_path, corpus):
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:300])
+        ix.remove([corpus[0]["id"], corpus[5]["id"]])
+        want = counters.recount(ix._conn())
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    _drop_counts(con)
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
+    con.close()
+    with Index.open(d) as ix:
+        con = ix._conn()
+        assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == str(FORMAT)
+        assert counters.read(con) == want and want["documents"] == 298 and want["text_bytes"] > 0
+        ix.add(corpus[300:320])
+        assert ix.stats()["documents"] == 318
+        ix.check()
+
+
+def test_format_3_index_is_not_upgraded_while_a_writer_holds_it(tmp_path, corpus):
+    """The upgrade writes: with another writer holding the lock, opening says so and changes nothing."""
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:50])
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    _drop_counts(con)
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'format'")
+    con.close()
+    from neardup.index.store import WriterLock
+
+    lock = WriterLock(str(d))
+    lock.acquire()
+    try:
+        with pytest.raises(IndexLockedError):
+            Index.open(d)
+    finally:
+        lock.release()
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    assert con.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "3"
+    con.close()
+    with Index.open(d) as ix:
+        assert ix.stats()["documents"] == 50

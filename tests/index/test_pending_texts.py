@@ -16,6 +16,7 @@ import pytest
 import ix_helpers
 from neardup.index import Index
 from neardup.index.errors import IndexCorruptError
+from neardup.index.store import FORMAT
 
 
 def _rows(d) -> list[tuple]:
@@ -159,6 +160,6 @@ def test_a_format_2_index_is_upgraded(base, corpus):
     con.execute("UPDATE meta SET value = '2' WHERE key = 'format'")
     con.close()
     with Index.open(d) as ix:
-        assert ix._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "3"
+        assert ix._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == str(FORMAT)
         ix.add([corpus[600]])
         assert len(_rows(d)) == 1

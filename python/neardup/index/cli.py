@@ -101,8 +101,11 @@ def register(sub) -> None:
     q = isub.add_parser("compact", help="merge segments, drop removed documents and texts")
     q.add_argument("dir", metavar="DIR")
 
-    q = isub.add_parser("check", help="verify every checksum and SQLite's integrity")
+    q = isub.add_parser("check", help="verify every checksum, SQLite's integrity and the kept counts")
     q.add_argument("dir", metavar="DIR")
+    q.add_argument("--recount", action="store_true",
+                   help="first count documents, stories, clusters and text bytes from the tables and store "
+                        "the counts (the repair when check reports them wrong; takes the writer lock)")
 
     p = sub.add_parser("serve", help="the HTTP service over an index (FastAPI on uvicorn)",
                        description="Serve DIR over HTTP: POST /v1/documents, GET /v1/documents/{id}, "
@@ -377,6 +380,9 @@ def _check(a) -> int:
     from neardup.index import Index
 
     with Index.open(a.dir) as idx:
+        if a.recount:
+            c = idx.recount()
+            print("counts stored: " + ", ".join(f"{k} {v:,}" for k, v in c.items()))
         r = idx.check()
     print(f"index is sound: SQLite {r['sqlite']}, {r['segments']} segment(s), {r['texts']:,} texts checked")
     return EXIT_OK

@@ -42,7 +42,8 @@ from neardup.index.segment import Postings, write_segment
 from neardup.index.append import LogFile, PendingTexts
 from neardup.index.bulk import Const, insert_columns
 from neardup.index.intake import Signed, read_and_sign, read_checked, sign
-from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3
+from neardup.index import counters
+from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4
 from neardup.index import pending as pend
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
@@ -155,6 +156,7 @@ class _Plan:
     pairs: list[tuple[int, int, float]]
     verdicts: Verdicts
     next_cluster: int
+    old_multi: int  # how many of the clusters this add grows or merges away had two or more members
     stages: Stages = field(default_factory=Stages)
 
 
@@ -227,7 +229,7 @@ class Index:
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
                     "neardup_version": neardup.__version__, "probe": _probe(cfg),
                     "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
-                    "tuning": tuning.to_json()}
+                    "tuning": tuning.to_json(), **counters.ZERO}
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             conn.execute("INSERT INTO text_files VALUES (1, 'texts-000001.dat', 0)")
@@ -276,6 +278,9 @@ class Index:
             if meta.get("format") == "2":
                 migrate_2_to_3(directory, conn)
                 meta["format"] = "3"
+            if meta.get("format") == "3":
+                migrate_3_to_4(directory, conn)
+                meta["format"] = "4"
         except BaseException:
             conn.close()
             raise
@@ -620,7 +625,9 @@ class Index:
         multi_cl = sorted(batch_by_cluster)
         # the clusters asked for are the touched ones (each joined by a batch document or merged)
         old_keeper: dict[int, int | None] = {}
-        old_members = self._cluster_members(conn, [c for c in multi_cl if c < first_new] + list(merged), old_keeper)
+        touched = [c for c in multi_cl if c < first_new] + list(merged)
+        old_members = self._cluster_members(conn, touched, old_keeper)
+        old_multi = sum(1 for c in set(touched) if len(old_members.get(c, ())) >= 2)  # (counters.py)
         cluster_rows: dict[int, tuple[int, int]] = {}  # clusters other than the singles: (keeper, size)
         member_updates: list[tuple[float, str | None, int, int]] = []
         new_sim = np.ones(n)
@@ -712,7 +719,7 @@ class Index:
         sw.lap("plan: closest, verdicts")
         self.last_stages = sw.times
         return _Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
-                     cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, sw)
+                     cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, old_multi, sw)
 
     def _few_handles(self, st: State, arrays: list[Postings]) -> list[tuple[list, _core.PostingArrays]]:
         """Per band (exact keys first), the segments' arrays, and the same held by the Rust core
@@ -1023,7 +1030,8 @@ class Index:
         # lock (a background fold's commit takes it too). Each SQL statement is a point where
         # the writer thread gives up the GIL and, in the service, waits to get it back.
         self._meta_memo = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
-                                            "('generation', 'next_doc', 'next_cluster', 'next_batch')"))
+                                            "('generation', 'next_doc', 'next_cluster', 'next_batch', "
+                                            + ", ".join(f"'{k}'" for k in counters.NAMES) + ")"))
         if pending is None:
             pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
@@ -1223,8 +1231,15 @@ class Index:
             dup = plan.verdicts.duplicates
             conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
                          (batch, t0, time.time(), n, n - dup, dup, note))
+            # the counts (counters.py): each new cluster is a story; a merged one is no more
+            lens = text_cols[2]
+            tally = counters.Tally().add(
+                documents=n, text_bytes=sum(lens) if isinstance(lens, list) else 0,
+                stories=len(ncl) - len(plan.merged),
+                clusters=sum(1 for _, s_ in plan.cluster_rows.values() if s_ >= 2) - plan.old_multi)
             gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
-                             next_cluster=plan.next_cluster, next_batch=batch + 1)
+                             next_cluster=plan.next_cluster, next_batch=batch + 1,
+                             **tally.applied({k: self._meta(conn, k) for k in counters.NAMES}))
             sw.lap("commit: other rows")
             conn.execute("COMMIT")
             sw.lap("commit: COMMIT")
@@ -1403,7 +1418,15 @@ class Index:
             conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
             conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
                          (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
-            gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1)
+            # the counts (counters.py): each affected cluster was one story; what is left of it
+            # is as many as it split into (none when emptied)
+            after = [u[1] for u in cluster_updates]
+            tally = counters.Tally().add(
+                documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
+                stories=sum(1 for z in after if z > 0) - len(affected),
+                clusters=sum(1 for z in after if z >= 2) - sum(1 for c in affected if len(members.get(c, ())) >= 2))
+            gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
+                             **tally.applied(counters.read(conn)))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -1510,37 +1533,31 @@ class Index:
         return total
 
     def totals(self) -> dict:
-        """Documents and clusters of two or more (what an add reports): two index look-ups,
-        where :meth:`stats` scans every row (0.9 s at 1.2M documents)."""
-        conn = self._conn()
-        conn.execute("BEGIN")
-        try:
-            n = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-            cl = conn.execute("SELECT COUNT(*) FROM clusters WHERE size >= 2").fetchone()[0]
-        finally:
-            conn.execute("COMMIT")
-        return {"documents": n, "clusters": cl}
+        """Documents and clusters of two or more (what an add reports), from the counts."""
+        c = counters.read(self._conn())
+        return {"documents": c["documents"], "clusters": c["clusters"]}
 
     def stats(self) -> dict:
+        """What the index holds. The counts are kept by each commit (counters.py), the small
+        tables (segments, level 0, tombstones) counted: no scan of documents or clusters."""
         conn = self._conn()
         conn.execute("BEGIN")
         try:
-            n = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-            cl = conn.execute("SELECT COUNT(*), COALESCE(SUM(size >= 2), 0), COALESCE(SUM(CASE WHEN size >= 2 THEN size - 1 ELSE 0 END), 0) "
-                              "FROM clusters WHERE size > 0").fetchone()
+            c = counters.read(conn)
             segs = conn.execute("SELECT COUNT(*), COALESCE(SUM(docs), 0), COALESCE(SUM(bytes), 0) FROM segments").fetchone()
             l0 = conn.execute("SELECT COUNT(*) FROM level0").fetchone()[0]
             tomb = conn.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0]
-            text_bytes = conn.execute("SELECT COALESCE(SUM(text_length), 0) FROM documents").fetchone()[0]
-            batches = conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
+            # batches are numbered from 1 without gaps and never deleted (a look-up, not a count)
+            batches = int(self._meta(conn, "next_batch")) - 1
             gen = int(self._meta(conn, "generation"))
             created = float(self._meta(conn, "created_at"))
         finally:
             conn.execute("COMMIT")
         disk = self.disk_bytes()
+        n, text_bytes = c["documents"], c["text_bytes"]
         return {
-            "directory": self.directory, "documents": n, "stories": cl[0], "clusters": cl[1],
-            "duplicates": cl[2], "segments": segs[0], "segment_postings_docs": segs[1], "segment_bytes": segs[2],
+            "directory": self.directory, "documents": n, "stories": c["stories"], "clusters": c["clusters"],
+            "duplicates": n - c["stories"], "segments": segs[0], "segment_postings_docs": segs[1], "segment_bytes": segs[2],
             "level0_documents": l0, "tombstones": tomb, "text_bytes": text_bytes, "disk_bytes": disk,
             "bytes_per_document_beyond_text": round((disk - text_bytes) / n, 1) if n else None,
             "batches": batches, "generation": gen, "created_at": created, "config": self.config.as_dict(),
@@ -1634,13 +1651,44 @@ class Index:
             conn.execute("COMMIT")
 
     def check(self) -> dict:
-        """Full check: SQLite integrity, every segment's checksum, every stored text's checksum.
-        Raises :class:`IndexCorruptError` naming the first problem; returns counts when sound."""
+        """Full check: SQLite integrity, every segment's checksum, every stored text's checksum,
+        the counts kept in ``meta`` against a recount. Raises :class:`IndexCorruptError` naming
+        the first problem; returns counts when sound."""
         conn = self._conn()
         res = conn.execute("PRAGMA integrity_check").fetchall()
         if res != [("ok",)]:
             raise IndexCorruptError(f"SQLite integrity check failed: {res[:5]}")
+        self._fresh_read(conn, lambda: self._check_counts(conn))
         return self._fresh_read(conn, lambda: self._check_files_and_texts(conn))
+
+    def _check_counts(self, conn) -> None:
+        conn.execute("BEGIN")  # the counts and the rows of one snapshot
+        try:
+            kept, real = counters.read(conn), counters.recount(conn)
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        wrong = [f"{k} {kept[k]:,} (the tables hold {real[k]:,})" for k in counters.NAMES if kept[k] != real[k]]
+        if wrong:
+            raise IndexCorruptError(f"{self.directory}: the counts kept in meta are wrong: " + "; ".join(wrong)
+                                    + " (neardup index check --recount rewrites them)")
+
+    def recount(self) -> dict[str, int]:
+        """Count documents, stories, clusters and text bytes from the tables and store the counts
+        (the repair for what :meth:`check` reports about them); returns them. Takes the writer
+        lock."""
+        with self._wlock:
+            conn = self._writer()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                real = counters.recount(conn)
+                conn.executemany("UPDATE meta SET value = ? WHERE key = ?", [(str(v), k) for k, v in real.items()])
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return real
 
     def _check_files_and_texts(self, conn) -> dict:
         conn.execute("BEGIN")  # one snapshot for the manifest and the documents

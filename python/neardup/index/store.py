@@ -29,9 +29,10 @@ from neardup.errors import InvalidInputError
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.index.segment import Postings, read_segment
 
+#: 4: counts of documents, stories, clusters and text bytes in meta (counters.py);
 #: 3: table pending_texts (the texts of small fsynced adds, until the text log is fsynced);
 #: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
-FORMAT = 3
+FORMAT = 4
 DB_NAME = "index.sqlite"
 
 SCHEMA = """
