@@ -309,9 +309,11 @@ def loadgen_floor(docs_path: str, rates: list[float], duration: float, start: in
         srv.stdout.readline()
         out = []
         for rate in rates:
+            cpu0 = (host_cpu(), 0)
             row = run_loadgen(port, rate, duration, docs_path, start, "floor")
+            row["host_cpu"] = hc = cpu_shares(cpu0, (host_cpu(), 0))
             print(f"  load generator floor {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
-                  f"max {row['max_ms']:.1f} ms", flush=True)
+                  f"max {row['max_ms']:.1f} ms; host CPU steal {hc['steal']:.1%}", flush=True)
             out.append(row)
         return out
     finally:
@@ -327,6 +329,40 @@ def stage_deltas(before: dict, after: dict) -> dict:
         b = before.get(name, {"count": 0, "over_ms": {k: 0 for k in a["over_ms"]}})
         out[name] = {"count": a["count"] - b["count"],
                      "over_ms": {k: n - b["over_ms"][k] for k, n in a["over_ms"].items()}}
+    return out
+
+
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def host_cpu() -> dict[str, int]:
+    """The machine's CPU time by kind (clock ticks, all cores: /proc/stat's first line)."""
+    with open("/proc/stat") as f:
+        vals = f.readline().split()[1:1 + len(_CPU_FIELDS)]
+    return dict(zip(_CPU_FIELDS, map(int, vals)))
+
+
+def procs_cpu(pids) -> int:
+    """User + system clock ticks of these processes so far (0 for one that has gone)."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def cpu_shares(before: tuple[dict, int], after: tuple[dict, int]) -> dict[str, float]:
+    """Per kind, the share of the machine's CPU time in a window (1.0 = every core all along),
+    and `ours`: the server's and writer's processes, in cores. `steal` is time this VM's cores
+    waited for the host while they had work: the other tenants; the tail moves with it."""
+    d = {k: after[0][k] - before[0][k] for k in _CPU_FIELDS}
+    total = sum(d.values()) or 1
+    out = {k: round(v / total, 4) for k, v in d.items()}
+    out["ours_cores"] = round((after[1] - before[1]) / total * (os.cpu_count() or 1), 3)
     return out
 
 
@@ -367,8 +403,10 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
             if warm is not None:
                 warm()
             before = shape()
+            cpu0 = (host_cpu(), procs_cpu(pids))
             row = run_loadgen(port, rate, duration, docs_path, start, f"{os.getpid()}x{int(time.time())}")
             start += int(rate * duration)
+            row["host_cpu"] = cpu_shares(cpu0, (host_cpu(), procs_cpu(pids)))
             row["server_rss_bytes"] = sum(int(open(f"/proc/{p}/statm").read().split()[1]) * 4096 for p in pids)
             row["sync"] = sync
             row["serve_args"] = list(serve_args)
@@ -385,6 +423,9 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
                   f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
                   f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
                   f"{', a fold in the window' if row['fold_in_window'] else ''}", flush=True)
+            hc = row["host_cpu"]
+            print(f"    host CPU: steal {hc['steal']:.1%}, iowait {hc['iowait']:.1%}, idle {hc['idle']:.1%}; "
+                  f"server + writer {hc['ours_cores']:.2f} cores", flush=True)
             stages = row["server_stages"]
             fs = stages.get("wal_fsync")
             print("    server, over 10 ms: "

@@ -505,20 +505,24 @@ class Index:
             raise DuplicateIdError(f"{len(present)} id(s) already in the index: {_few(present)}", present)
 
     # ------------------------------------------------------------------ the plan
-    def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None) -> _Plan:
+    def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
+              ids_checked: bool = False) -> _Plan:
         """Everything an add decides, before anything is written. `signed`: the batch's exact
         keys, signatures and band keys when the caller computed them (an add from files does,
-        while reading, and checks the ids too); else they are computed here."""
+        while reading, and checks the ids too); else they are computed here. `ids_checked`: the
+        caller has checked the ids (unique, new to the index) under the writer lock it still
+        holds (the service's GroupWriter, per request)."""
         cfg = self.config
         n = len(docs)
         sw = Stages()
         st = self._state_for(conn)
         if signed is None:
-            # ids: unique in the batch and new to the index
-            keys = [c.key for c in docs]
-            twice = [] if len(set(keys)) == n else sorted({k for k, m in Counter(keys).items() if m > 1})
-            self._raise_duplicate_ids(twice, [] if twice else self._present(conn, keys))
-            sw.lap("plan: id checks")
+            if not ids_checked:
+                # ids: unique in the batch and new to the index
+                keys = [c.key for c in docs]
+                twice = [] if len(set(keys)) == n else sorted({k for k, m in Counter(keys).items() if m > 1})
+                self._raise_duplicate_ids(twice, [] if twice else self._present(conn, keys))
+                sw.lap("plan: id checks")
             signed = sign([c.text for c in docs], self.signer, cfg.bands, cfg.rows, self.threads)
             sw.lap("plan: signatures, band keys")
         ek, has_tok, sigs, bk = signed.exact_keys, signed.has_tok, signed.sigs, signed.band_keys
@@ -1006,7 +1010,13 @@ class Index:
             return self._add_locked(conn, docs, extras, signed, t0, note, sw, pending)
 
     def add_checked(self, docs: list[Checked], extras: list | None = None, *, dry_run: bool = False,
-                    note: str | None = None) -> Verdicts:
+                    note: str | None = None, ids_checked: bool = False) -> Verdicts:
+        """Add (or with `dry_run`, check) records already read and checked (``_checked``).
+        `ids_checked=True`: the caller checked that the ids are unique and new to the index
+        while holding a lock that keeps every other add out until this one returns (the
+        service's GroupWriter does, per request, to refuse just the request with a used id);
+        the add then does not look them up a second time. (Were one present anyway, the
+        insert's UNIQUE constraint would refuse the whole add: nothing is half-written.)"""
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:
             conn = self._conn()
@@ -1021,10 +1031,11 @@ class Index:
 
             return self._fresh_read(conn, plan)
         with self._wlock:
-            return self._add_locked(self._writer(), docs, extras, None, time.time(), note, None)
+            return self._add_locked(self._writer(), docs, extras, None, time.time(), note, None,
+                                    ids_checked=ids_checked)
 
     def _add_locked(self, conn, docs, extras, signed: Signed | None, t0: float, note: str | None,
-                    sw: Stages | None, pending: PendingTexts | None = None) -> Verdicts:
+                    sw: Stages | None, pending: PendingTexts | None = None, ids_checked: bool = False) -> Verdicts:
         # the meta values an add reads (generation, next document, cluster and batch numbers),
         # read in one statement: nothing else can write them while this add holds the writer
         # lock (a background fold's commit takes it too). Each SQL statement is a point where
@@ -1035,7 +1046,7 @@ class Index:
         if pending is None:
             pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
-            plan = self._plan(conn, docs, extras, signed)
+            plan = self._plan(conn, docs, extras, signed, ids_checked)
             if sw is not None:
                 plan.stages.times = {**sw.times, **plan.stages.times}
             self._commit(conn, plan, t0, note, pending)

@@ -177,7 +177,9 @@ class GroupWriter:
         all_docs = [d for docs, _, _ in ok for d in docs]
         all_extras = [e for _, extras, _ in ok for e in extras]
         try:
-            verdicts = ix.add_checked(all_docs, all_extras)
+            # (the ids were checked just above, under self.lock, which every add and remove of
+            # this index takes: the add need not look them up again)
+            verdicts = ix.add_checked(all_docs, all_extras, ids_checked=True)
         except Exception as exc:
             for _, _, fut in ok:
                 fut.set_exception(exc)
