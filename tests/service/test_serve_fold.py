@@ -7,7 +7,7 @@ import threading
 import httpx
 
 import ix_corpus
-from conftest import Server
+from srv_helpers import Server
 from neardup.index import Index
 
 

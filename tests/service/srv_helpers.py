@@ -1,0 +1,49 @@
+"""The real-server helper of the service tests: `neardup serve` on 127.0.0.1 in a subprocess.
+(A module of its own, not conftest.py: tests/index has a conftest.py too, and a test importing
+``from conftest import ...`` got whichever of the two pytest had imported first.)"""
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, directory, *extra):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", str(directory), "--host",
+                                      "127.0.0.1", "--port", str(self.port), *extra],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 30
+        while True:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode()
+                self.proc.stderr.close()
+                raise RuntimeError(f"neardup serve exited with {self.proc.returncode}: {err}")
+            try:
+                if httpx.get(self.url + "/v1/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                self.stop()
+                raise RuntimeError("neardup serve did not start")
+            time.sleep(0.1)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc.stderr.close()
