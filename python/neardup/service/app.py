@@ -29,6 +29,7 @@ from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
 from neardup.service.fastpost import FastPost, replay_once
+from neardup.service.hostcpu import host_cpu
 from neardup.service.timings import Timings
 from neardup.service.worker import WriterGoneError, WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
@@ -308,12 +309,13 @@ async def _add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[
 
 def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started: float) -> dict:
     """The service's part of GET /v1/stats: the writer's kind, the durability its answers wait
-    for, and how long the stages took (timings.py): the front's POSTs, and the writer's groups,
-    WAL fsyncs and checkpoint rounds (asked of the writer process; absent while none runs)."""
+    for, how long the stages took (timings.py): the front's POSTs, and the writer's groups,
+    WAL fsyncs and checkpoint rounds (asked of the writer process; absent while none runs), and
+    the machine's CPU time by kind (hostcpu.py: the host's steal)."""
     proc = isinstance(writer, WriterProcess)
     sync = writer.open_kw.get("sync", "full") if proc else writer.index.sync
     out = {"uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
-           "sync": "full" if sync == "group" else sync, "timings": front.as_dict()}
+           "sync": "full" if sync == "group" else sync, "timings": front.as_dict(), "host_cpu": host_cpu()}
     try:
         # the writer process answers between two groups: during a large batch's add its
         # stages are left out rather than holding this request for seconds
