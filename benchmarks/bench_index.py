@@ -332,35 +332,33 @@ def stage_deltas(before: dict, after: dict) -> dict:
     return out
 
 
-_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+def host_cpu() -> dict[str, float]:
+    """The machine's CPU seconds by kind since boot (the service's own reader: GET /v1/stats
+    reports the same as service.host_cpu)."""
+    from neardup.service.hostcpu import host_cpu as read
+
+    return read()["seconds"]
 
 
-def host_cpu() -> dict[str, int]:
-    """The machine's CPU time by kind (clock ticks, all cores: /proc/stat's first line)."""
-    with open("/proc/stat") as f:
-        vals = f.readline().split()[1:1 + len(_CPU_FIELDS)]
-    return dict(zip(_CPU_FIELDS, map(int, vals)))
-
-
-def procs_cpu(pids) -> int:
-    """User + system clock ticks of these processes so far (0 for one that has gone)."""
+def procs_cpu(pids) -> float:
+    """User + system CPU seconds of these processes so far (0 for one that has gone)."""
     total = 0
     for p in pids:
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
         except (OSError, IndexError, ValueError):
             pass
-    return total
+    return total / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_shares(before: tuple[dict, int], after: tuple[dict, int]) -> dict[str, float]:
+def cpu_shares(before: tuple[dict, float], after: tuple[dict, float]) -> dict[str, float]:
     """Per kind, the share of the machine's CPU time in a window (1.0 = every core all along),
-    and `ours`: the server's and writer's processes, in cores. `steal` is time this VM's cores
-    waited for the host while they had work: the other tenants; the tail moves with it."""
-    d = {k: after[0][k] - before[0][k] for k in _CPU_FIELDS}
-    total = sum(d.values()) or 1
+    and `ours_cores`: the server's and writer's processes, in cores. `steal` is time this VM's
+    cores waited for the host while they had work: the other tenants; the tail moves with it."""
+    d = {k: after[0][k] - before[0][k] for k in after[0]}
+    total = sum(d.values()) or 1.0
     out = {k: round(v / total, 4) for k, v in d.items()}
     out["ours_cores"] = round((after[1] - before[1]) / total * (os.cpu_count() or 1), 3)
     return out
