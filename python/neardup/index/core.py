@@ -1243,14 +1243,14 @@ class Index:
             conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
                          (batch, t0, time.time(), n, n - dup, dup, note))
             # the counts (counters.py): each new cluster is a story; a merged one is no more
-            lens = text_cols[2]
-            tally = counters.Tally().add(
-                documents=n, text_bytes=sum(lens) if isinstance(lens, list) else 0,
+            # (the texts' lengths are text_cols[2] when they were written: pending)
+            counts = counters.moved(
+                {k: self._meta(conn, k) for k in counters.NAMES},
+                documents=n, text_bytes=sum(text_cols[2]) if pending is not None else 0,
                 stories=len(ncl) - len(plan.merged),
                 clusters=sum(1 for _, s_ in plan.cluster_rows.values() if s_ >= 2) - plan.old_multi)
             gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
-                             next_cluster=plan.next_cluster, next_batch=batch + 1,
-                             **tally.applied({k: self._meta(conn, k) for k in counters.NAMES}))
+                             next_cluster=plan.next_cluster, next_batch=batch + 1, **counts)
             sw.lap("commit: other rows")
             conn.execute("COMMIT")
             sw.lap("commit: COMMIT")
@@ -1432,12 +1432,12 @@ class Index:
             # the counts (counters.py): each affected cluster was one story; what is left of it
             # is as many as it split into (none when emptied)
             after = [u[1] for u in cluster_updates]
-            tally = counters.Tally().add(
-                documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
+            counts = counters.moved(
+                counters.read(conn), documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
                 stories=sum(1 for z in after if z > 0) - len(affected),
                 clusters=sum(1 for z in after if z >= 2) - sum(1 for c in affected if len(members.get(c, ())) >= 2))
             gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
-                             **tally.applied(counters.read(conn)))
+                             **counts)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -1693,7 +1693,7 @@ class Index:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 real = counters.recount(conn)
-                conn.executemany("UPDATE meta SET value = ? WHERE key = ?", [(str(v), k) for k, v in real.items()])
+                counters.store(conn, real)
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:

@@ -9,7 +9,7 @@ the service's fsyncs share. Each add and remove now updates the counts in its ow
 are read in constant time and are exactly as durable and atomic as the rows they count.
 
 :func:`recount` counts them the old way; ``Index.check`` compares the two, and the upgrade
-from format 3 (migrate.py) fills them in with it.
+from format 3 (migrate.py) and ``Index.recount`` :func:`store` what it counts.
 
 The counts:
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sqlite3
 
-__all__ = ["NAMES", "ZERO", "recount", "read", "Tally"]
+__all__ = ["NAMES", "ZERO", "recount", "read", "store", "moved"]
 
 NAMES = ("documents", "stories", "clusters", "text_bytes")
 ZERO = {k: "0" for k in NAMES}
@@ -49,17 +49,12 @@ def read(conn: sqlite3.Connection) -> dict[str, int]:
     return {k: int(rows[k]) for k in NAMES}
 
 
-class Tally:
-    """What one commit changes, as differences; :meth:`applied` gives the new values."""
+def store(conn: sqlite3.Connection, counts: dict[str, int]) -> None:
+    """Write `counts` into ``meta`` (in the caller's transaction; a missing key is added)."""
+    conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(counts[k])) for k in NAMES])
 
-    def __init__(self) -> None:
-        self.delta = dict.fromkeys(NAMES, 0)
 
-    def add(self, **d: int) -> "Tally":
-        for k, v in d.items():
-            self.delta[k] += int(v)
-        return self
-
-    def applied(self, current: dict[str, str | int]) -> dict[str, str]:
-        """The new values (strings, as ``meta`` holds them) from the `current` ones."""
-        return {k: str(int(current[k]) + self.delta[k]) for k in NAMES}
+def moved(current: dict[str, str | int], **delta: int) -> dict[str, str]:
+    """The counts after a commit that changes them by `delta` (keys of NAMES; a missing one
+    is unchanged), from the `current` ones: strings, as ``meta`` holds them (for ``_bump``)."""
+    return {k: str(int(current[k]) + int(delta.get(k, 0))) for k in NAMES}

@@ -71,8 +71,4 @@ def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
 
 
 def migrate_3_to_4(directory: str, conn: sqlite3.Connection) -> None:
-    def change(conn: sqlite3.Connection) -> None:
-        conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                         [(k, str(v)) for k, v in counters.recount(conn).items()])
-
-    _upgrade(directory, conn, 3, change)
+    _upgrade(directory, conn, 3, lambda c: counters.store(c, counters.recount(c)))
