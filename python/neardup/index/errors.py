@@ -78,3 +78,9 @@ class ReadOnlyIndexError(IndexError_, PermissionError):
 
 
 IndexFailure = IndexError_
+
+
+def few(xs: list, k: int = 5) -> str:
+    """The first `k` of `xs` for an error message, and how many more there are."""
+    s = ", ".join(repr(x) for x in xs[:k])
+    return s + (f" and {len(xs) - k} more" if len(xs) > k else "")

@@ -1,0 +1,454 @@
+"""An add's plan: everything it decides before anything is written.
+
+The dedup pipeline's stages run as "query before insert": exact pass (against the archive and
+the earlier part of the batch), MinHash signatures, LSH band postings looked up in the archive
+plus LSH pairs inside the batch, verification of every candidate (exact Jaccard on the stored
+texts, or the signature estimate), union-find over the new edges and the clusters they touch
+(join, merge or start), and the keeper rule re-decided for each touched cluster. The array
+steps are in plan_steps.py; the commit that writes a plan in committing.py. A mixin of
+:class:`~neardup.index.core.Index`.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from neardup import _core
+from neardup.index import store
+from neardup.index.errors import IndexCorruptError
+from neardup.index.segment import Postings
+from neardup.index.intake import Signed, sign
+from neardup.index.stages import Stages
+from neardup.index.verdicts import Verdicts
+from neardup.index.store import State, lookup
+from neardup.io.records import Checked
+from neardup.pipeline.candidates import pairs_from_keys
+from neardup.pipeline.keepers import pick_keepers, source_ranks
+from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
+from neardup.simhash import hamming
+from neardup.index import plan_steps
+from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, first_in_archive, first_in_archive_few,
+    first_in_batch, first_in_batch_few, group, group_few, join, join_few, nan_if_none, pair_rows, pair_rows_few,
+    unique_pairs, unique_pairs_few)
+
+__all__ = ["Plan", "Planning"]
+
+
+@dataclass
+class Plan:
+    """Everything an add decides, before anything is written (``Planning._plan``); the commit
+    (committing.py) writes it."""
+
+    docs: list[Checked]
+    extras: list[str | None]
+    doc_nums: np.ndarray
+    exact_keys: np.ndarray
+    has_tok: np.ndarray
+    sigs: np.ndarray  # rows for has_tok docs
+    sig_row: np.ndarray  # per doc: row in sigs or -1
+    band_keys: np.ndarray
+    cluster_of: np.ndarray  # final cluster per batch doc
+    singles: tuple[np.ndarray, np.ndarray]  # new clusters of one batch document: (cluster sorted, its doc)
+    merged: dict[int, int]  # absorbed cluster -> target
+    cluster_rows: dict[int, tuple[int, int]]  # every other affected cluster -> (keeper doc, size)
+    first_new: int  # clusters from this number on are new
+    member_updates: list[tuple[float, str | None, int, int]]  # (similarity, match, cluster, doc) for archive docs
+    new_sim: np.ndarray
+    new_match: list[str | None]
+    closest: list[tuple[Any, float, str] | None]
+    pairs: list[tuple[int, int, float]]
+    verdicts: Verdicts
+    next_cluster: int
+    old_multi: int  # how many of the clusters this add grows or merges away had two or more members
+    stages: Stages = field(default_factory=Stages)
+
+
+class Planning:
+    def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
+              ids_checked: bool = False) -> Plan:
+        """Everything an add decides, before anything is written. `signed`: the batch's exact
+        keys, signatures and band keys when the caller computed them (an add from files does,
+        while reading, and checks the ids too); else they are computed here. `ids_checked`: the
+        caller has checked the ids (unique, new to the index) under the writer lock it still
+        holds (the service's GroupWriter, per request)."""
+        cfg = self.config
+        n = len(docs)
+        sw = Stages()
+        st = self._state_for(conn)
+        if signed is None:
+            if not ids_checked:
+                # ids: unique in the batch and new to the index
+                keys = [c.key for c in docs]
+                twice = [] if len(set(keys)) == n else sorted({k for k, m in Counter(keys).items() if m > 1})
+                self._raise_duplicate_ids(twice, [] if twice else self._present(conn, keys))
+                sw.lap("plan: id checks")
+            signed = sign([c.text for c in docs], self.signer, cfg.bands, cfg.rows, self.threads)
+            sw.lap("plan: signatures, band keys")
+        ek, has_tok, sigs, bk = signed.exact_keys, signed.has_tok, signed.sigs, signed.band_keys
+        tok_idx = np.flatnonzero(has_tok)
+        sig_row = np.full(n, -1, np.int64)
+        sig_row[tok_idx] = np.arange(len(tok_idx))
+        arrays = self._arrays(st)
+
+        # exact pass: against the archive, then the earlier part of the batch
+        few = self._few_handles(st, arrays)  # cached per set of segments
+        qi, adocs = concat_hits(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
+                         st.l0.lookup(-1, ek[tok_idx], st.tombstones))
+        small = n <= plan_steps.SMALL_PLAN
+        arch_exact = (first_in_archive_few if small else first_in_archive)(qi, adocs, tok_idx, n)
+        rest = tok_idx[arch_exact[tok_idx] < 0]
+        batch_exact = (first_in_batch_few if small else first_in_batch)(ek, rest, n)
+        reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
+
+        # candidates: archive postings for each representative, LSH pairs inside the batch
+        rep_rows = sig_row[reps]
+        rep_keys = np.ascontiguousarray(bk[rep_rows].T)  # band j's keys: row j
+        if 0 < len(reps) <= store.SMALL_QUERY:  # a few articles (the service's): every band at once
+            q_, cd = store.lookup_bands([h for _, h in few[1:]], rep_keys, st.tombstones, st.l0)
+            ci = reps[q_]
+        else:
+            ca_i, ca_d = [], []
+            for j in range(cfg.bands):
+                q = rep_keys[j]
+                q_, d = concat_hits(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
+                             st.l0.lookup(j, q, st.tombstones))
+                if len(q_):  # (most bands of a single new article have no hit)
+                    ca_i.append(reps[q_])
+                    ca_d.append(d)
+            ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
+            cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
+        if len(ci):  # each (batch document, archive document) once, in that order
+            ci, cd = (unique_pairs_few if small else unique_pairs)(ci, cd)
+        if len(reps) > 1:
+            bp = pairs_from_keys(np.ascontiguousarray(bk[rep_rows])).astype(np.int64)
+            bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
+        else:
+            bp = np.zeros((0, 2), np.int64)
+
+        sw.lap("plan: lookups, batch pairs")
+        # archive documents involved (candidates and exact targets): metadata in this snapshot
+        arch_docs = sorted(set(cd.tolist()).union(arch_exact[arch_exact >= 0].tolist()))
+        meta = self._doc_meta(conn, arch_docs)
+        alive = np.array([d in meta for d in cd.tolist()], dtype=bool) if len(cd) else np.zeros(0, bool)
+        ci, cd = ci[alive], cd[alive]
+        for i in np.flatnonzero(arch_exact >= 0).tolist():
+            if int(arch_exact[i]) not in meta:  # removed since the postings were read
+                arch_exact[i] = -1
+
+        if cfg.method == "simhash":
+            # a candidate shares a block; it is one when the whole fingerprints are within
+            # max_distance bits (as neardup dedup's SimHash tables)
+            fa = self._sigs_of(conn, cd.tolist(), meta)
+            far = np.array([fa[d][0] for d in cd.tolist()], np.uint64)
+            ok = hamming(sigs[sig_row[ci], 0], far) <= cfg.max_distance
+            ci, cd = ci[ok], cd[ok]
+            ok = hamming(sigs[sig_row[bp[:, 0]], 0], sigs[sig_row[bp[:, 1]], 0]) <= cfg.max_distance
+            bp = bp[ok]
+
+        sw.lap("plan: archive metadata")
+        # verification (the pipeline's kernels)
+        hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
+        sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
+        sw.lap("plan: verification: shingles, Jaccard")
+        # SimHash's estimate is its distance check: every candidate within max_distance is a pair
+        # (as neardup dedup); otherwise the similarity must reach the threshold
+        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        ok_a = sims_a >= bar
+        ok_b = sims_b >= bar
+        ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
+        bp, sims_b = bp[ok_b], sims_b[ok_b]
+
+        ae = np.flatnonzero(arch_exact >= 0)
+        be = np.flatnonzero(batch_exact >= 0)
+        if not (len(ae) or len(be) or len(ci) or len(bp)):
+            # nothing joins anything (new stories only: most of the service's single articles):
+            # each document starts a cluster of its own, numbered in batch order, which is what
+            # the general path below gives, without its two dozen array calls
+            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
+            merged: dict[int, int] = {}
+            cluster_of = next_cluster + np.arange(n, dtype=np.int64)
+            next_cluster += n
+            all_new = True
+        else:
+            all_new = False
+            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
+            cluster_of, merged, next_cluster = (join_few if small else join)(
+                n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster)
+
+        sw.lap("plan: union-find")
+        # keepers and similarities to the keeper, per affected cluster
+        next_doc = int(self._meta(conn, "next_doc"))
+        doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
+        dn = doc_nums.tolist()
+        if all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
+            singles = (cluster_of, doc_nums)
+            batch_by_cluster = {}
+        else:
+            singles, batch_by_cluster = (group_few if small else group)(cluster_of, doc_nums, first_new)
+        multi_cl = sorted(batch_by_cluster)
+        # the clusters asked for are the touched ones (each joined by a batch document or merged)
+        old_keeper: dict[int, int | None] = {}
+        touched = [c for c in multi_cl if c < first_new] + list(merged)
+        old_members = self._cluster_members(conn, touched, old_keeper)
+        old_multi = sum(1 for c in set(touched) if len(old_members.get(c, ())) >= 2)  # (counters.py)
+        cluster_rows: dict[int, tuple[int, int]] = {}  # clusters other than the singles: (keeper, size)
+        member_updates: list[tuple[float, str | None, int, int]] = []
+        new_sim = np.ones(n)
+        new_match: list[str | None] = [None] * n
+        sim_jobs: list[tuple[str, int, str, int, int]] = []  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
+        prefer = self.config.prefer_source
+        absorbed: dict[int, list[int]] = {}
+        for o_, t in merged.items():
+            absorbed.setdefault(t, []).append(o_)
+        # the pipeline's keeper rule, vectorised over every cluster with more than one member
+        multi = []
+        ent_lab, ent_id, ent_t, ent_src, ent_doc = [], [], [], [], []
+        for c in multi_cl:
+            news = batch_by_cluster[c]
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
+            multi.append((c, olds, news))
+            k = len(multi) - 1
+            for m in olds:
+                ent_lab.append(k), ent_id.append(m["id"]), ent_t.append(nan_if_none(m["published_at"]))
+                ent_src.append(m["source"]), ent_doc.append(m["doc"])
+            for i in news:
+                ent_lab.append(k), ent_id.append(docs[i].key), ent_t.append(docs[i].time)
+                ent_src.append(docs[i].source), ent_doc.append(dn[i])
+        if multi:
+            e_ = len(ent_lab)
+            id_rank = np.empty(e_, np.int64)
+            id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e_)
+            ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e_), np.array(ent_t, np.float64),
+                                           source_ranks(ent_src, prefer), id_rank)
+            keeper_of_multi = [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
+        for k, (c, olds, news) in enumerate(multi):
+            keeper_doc = keeper_of_multi[k]
+            cluster_rows[c] = (keeper_doc, len(olds) + len(news))
+            keeper_changed = old_keeper.get(c) != keeper_doc
+            for mm in olds:
+                if mm["doc"] == keeper_doc:
+                    if mm["match"] is not None or mm["cluster"] != c:
+                        member_updates.append((1.0, None, c, mm["doc"]))
+                elif keeper_changed or mm["cluster"] != c:
+                    sim_jobs.append(("a", mm["doc"], "k", keeper_doc, c))
+            for i in news:
+                if dn[i] == keeper_doc:
+                    new_sim[i], new_match[i] = 1.0, None
+                else:
+                    sim_jobs.append(("b", i, "k", keeper_doc, c))
+        sw.lap("plan: keepers")
+        arch_rows = {m["doc"]: m for ms in old_members.values() for m in ms}
+        self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match,
+                          arch_rows, hcache)
+        sw.lap("plan: similarities to keepers")
+
+        # closest earlier document of each batch document: an exact match, else the most similar
+        # verified pair (the first of equals: archive pairs by document, then batch pairs)
+        closest: list[tuple[Any, float, str] | None] = [None] * n
+        for i in ae.tolist():
+            closest[i] = (meta[int(arch_exact[i])]["id_value"], 1.0, "exact")
+        for i, a in zip(be.tolist(), batch_exact[be].tolist()):
+            closest[i] = (docs[a].id, 1.0, "exact")
+        tgt = np.concatenate([ci, bp[:, 1]])
+        if len(tgt):
+            sims_all = np.concatenate([sims_a, sims_b])
+            na = len(ci)
+            for p_ in (best_pairs_few if small else best_pairs)(tgt, sims_all):
+                i = int(tgt[p_])
+                if closest[i] is None:
+                    ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
+                    closest[i] = (ident, float(sims_all[p_]), "near")
+        pairs = [(int(doc_nums[i]), int(d), float(s)) for i, d, s in zip(ci.tolist(), cd.tolist(), sims_a.tolist())]
+        pairs += [(int(doc_nums[a]), int(doc_nums[b]), float(s)) for (a, b), s in zip(bp.tolist(), sims_b.tolist())]
+        pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs]
+
+        # verdicts: built when asked for (an add from the CLI only counts them)
+        def keeper_doc_of(c: int) -> int:
+            r = cluster_rows.get(c)
+            if r is not None:
+                return r[0]
+            return int(singles[1][np.searchsorted(singles[0], c)])  # singles[0] is sorted
+
+        def alternates_of(c: int) -> tuple[Any, list]:
+            if c not in cluster_rows:  # a single: its own keeper
+                return docs[keeper_doc_of(c) - next_doc].id, []
+            kdoc = cluster_rows[c][0]
+            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
+            members = [(m["doc"], m["id_value"]) for m in olds] + [(dn[i], docs[i].id) for i in batch_by_cluster.get(c, [])]
+            kid = next(v for d, v in members if d == kdoc)
+            return kid, [v for d, v in members if d != kdoc]
+
+        verdicts = Verdicts(docs, cluster_of, keeper_doc_of, doc_nums, closest, alternates_of)
+        sw.lap("plan: closest, verdicts")
+        self.last_stages = sw.times
+        return Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
+                     cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, old_multi, sw)
+
+    def _few_handles(self, st: State, arrays: list[Postings]) -> list[tuple[list, _core.PostingArrays]]:
+        """Per band (exact keys first), the segments' arrays, and the same held by the Rust core
+        for look-ups of a few keys (store.lookup's small path), made once per set of segments."""
+        key = tuple(s[0] for s in st.segments)
+        held = self._few
+        if held is None or held[0] != key:
+            # empty arrays (a segment without postings of a band) answer nothing: left out
+            parts = [[p.exact for p in arrays if len(p.exact[0])]] + [
+                [p.bands[j] for p in arrays if len(p.bands[j][0])] for j in range(self.config.bands)]
+            held = (key, [(ps, _core.PostingArrays([k for k, _ in ps], [d for _, d in ps])) for ps in parts])
+            self._few = held  # one assignment: readers in other threads see the old or the new
+        return held[1]
+
+    def _doc_meta(self, conn, doc_list: list[int]) -> dict[int, dict]:
+        out: dict[int, dict] = {}
+        for s in range(0, len(doc_list), 30000):
+            chunk = doc_list[s : s + 30000]
+            q = (f"SELECT doc, id, id_int, cluster, text_file, text_offset, text_length, text_crc, signature "
+                 f"FROM documents WHERE doc IN ({','.join('?' * len(chunk))})")
+            for r in conn.execute(q, chunk):
+                out[r[0]] = {"doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "cluster": r[3],
+                             "text": r[4:8], "signature": r[8]}
+        return out
+
+    def _cluster_members(self, conn, clusters: list[int], keepers: dict[int, int | None] | None = None
+                         ) -> dict[int, list[dict]]:
+        """The members of these clusters, with where their texts are (``_texts_of`` then needs
+        no query of its own); `keepers`, when given, gets each cluster's keeper from the same
+        statement."""
+        out: dict[int, list[dict]] = {}
+        for s in range(0, len(clusters), 30000):
+            chunk = clusters[s : s + 30000]
+            q = (f"SELECT d.doc, d.id, d.id_int, d.published_at, d.source, d.exact_key, d.cluster, d.similarity, "
+                 f"d.match, d.text_file, d.text_offset, d.text_length, d.text_crc, c.keeper FROM documents d "
+                 f"LEFT JOIN clusters c ON c.cluster = d.cluster WHERE d.cluster IN ({','.join('?' * len(chunk))})")
+            for r in conn.execute(q, chunk):
+                out.setdefault(r[6], []).append({
+                    "doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "published_at": r[3],
+                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8],
+                    "text": r[9:13]})
+                if keepers is not None:
+                    keepers[r[6]] = r[13]
+        return out
+
+    def _sigs_of(self, conn, doc_list: list[int], meta: dict[int, dict] | None = None) -> dict[int, np.ndarray]:
+        rows = dict(meta or {})
+        need = [d for d in doc_list if d not in rows]
+        if need:
+            rows.update(self._doc_meta(conn, need))
+        out = {}
+        for d in doc_list:
+            blob = rows[d]["signature"]
+            if blob is None or len(blob) != self._sig_dtype.itemsize * self._sig_width:
+                raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint64 if self.config.method == "simhash"
+                                                                      else np.uint32)
+        return out
+
+    @property
+    def _sig_dtype(self) -> np.dtype:
+        if self.config.method == "simhash":
+            return np.dtype("<u8")
+        return np.dtype("<u2") if self.config.signature_bits == 16 else np.dtype("<u4")
+
+    @property
+    def _sig_width(self) -> int:
+        """Values per stored signature: num_perm MinHash values, or one SimHash fingerprint."""
+        return 1 if self.config.method == "simhash" else self.config.num_perm
+
+    @property
+    def _stores_sigs(self) -> bool:
+        """Signatures are kept for estimates, and SimHash fingerprints always (the candidates'
+        distance check needs the archive's fingerprints: 8 bytes an article)."""
+        return self.config.verify == "estimate" or self.config.method == "simhash"
+
+    def _estimate(self, mat: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+        """The signature estimate of each pair of rows of `mat`: MinHash's share of equal values,
+        SimHash's 1 - distance / 64 (as ``neardup dedup``)."""
+        if self.config.method == "simhash":
+            pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
+            return 1.0 - hamming(mat[pairs[:, 0], 0], mat[pairs[:, 1], 0]) / 64.0
+        return estimate_pairs(mat, pairs)
+
+    def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
+        """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
+        estimate against the archive or the batch is the same whichever add brought it."""
+        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.method == "minhash" else sigs
+
+    def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict,
+                   sw: Stages | None = None) -> list[np.ndarray]:
+        """Shingle hash sets of ("b", batch index) and ("a", archive document) items, each
+        computed once per add: verification and the similarities to keepers share them."""
+        miss = [w for w in want if w not in cache]
+        if miss:
+            arch = [d for kind, d in miss if kind == "a"]
+            at = self._texts_of(conn, arch, meta) if arch else {}
+            if sw is not None:
+                sw.lap("plan: verification: archive texts read")
+            hs = self.signer.hashes([docs[x].text if kind == "b" else at[x] for kind, x in miss])
+            cache.update(zip(miss, hs))
+        return [cache[w] for w in want]
+
+    def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta, cache: dict,
+                sw: Stages | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
+        if len(ci) == 0 and len(bp) == 0:
+            return np.zeros(0), np.zeros(0)
+        batch_need, bl, al, allp = (pair_rows_few if len(docs) <= plan_steps.SMALL_PLAN else pair_rows)(ci, cd, bp)
+        na = len(ci)
+        if self.config.verify == "exact":
+            hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
+            sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
+        else:
+            asg = self._sigs_of(conn, al, meta)
+            mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
+            sims = self._estimate(mat, allp)
+        sims = np.asarray(sims, dtype=np.float64)
+        return sims[:na], sims[na:]
+
+    def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match,
+                     arch_rows: dict[int, dict], cache: dict) -> None:
+        """Similarity of members to their keeper (1.0 'exact' for the same normalised text).
+        `arch_rows`: every archive member of an affected cluster (``_cluster_members``)."""
+        if not jobs:
+            return
+        dn0, n = (int(doc_nums[0]), len(doc_nums)) if len(doc_nums) else (0, 0)
+        ekl = ek.tolist()
+
+        def ekey(d: int) -> int:
+            m = arch_rows.get(d)
+            return ekl[d - dn0] if dn0 <= d < dn0 + n else (m["exact_key"] & 0xFFFFFFFFFFFFFFFF if m else 0)
+
+        need_pairs = []
+        for job in jobs:
+            kind, x, _, kdoc, c = job
+            d = x if kind == "a" else dn0 + x
+            k = ekey(d)
+            if k != 0 and k == ekey(kdoc):
+                self._set_sim(job, 1.0, "exact", member_updates, new_sim, new_match)
+            else:
+                need_pairs.append((job, d, kdoc))
+        if not need_pairs:
+            return
+        ds = sorted({d for _, d, k in need_pairs} | {k for _, d, k in need_pairs})
+        pos = {d: i for i, d in enumerate(ds)}
+        pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
+        item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
+        if self.config.verify == "exact":
+            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.measure,
+                                self.threads)
+        else:
+            asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])
+            mat = np.stack([self._as_stored(sigs[sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
+            sims = self._estimate(mat, pr)
+        for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
+            self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
+
+    @staticmethod
+    def _set_sim(job, s, match, member_updates, new_sim, new_match) -> None:
+        kind, x, _, _, c = job
+        if kind == "a":
+            member_updates.append((round(s, 6), match, c, x))
+        else:
+            new_sim[x], new_match[x] = round(s, 6), match
