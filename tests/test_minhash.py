@@ -100,6 +100,24 @@ def test_keyed_signatures_are_signatures_plus_exact_keys(texts: list[str], schem
     assert np.array_equal(keys, want_keys) and np.array_equal(ntok, want_ntok)
 
 
+@pytest.mark.parametrize("chunks", [1, 3])
+def test_keyed_signatures_of_arrow_strings_are_those_of_the_list(chunks: int) -> None:
+    # dedup's Spark kernel (doc_keys) hands the texts as Arrow strings, read in place
+    pa = pytest.importorskip("pyarrow")
+    texts = ["Heavy RAIN over  Karnataka.", "", "!!", "Straße ﬁnance", "the cat sat on the mat"] * 3
+    mh = neardup.MinHash(num_perm=32, shingler=neardup.Shingler(k=2))
+    want = mh._signatures_keyed(texts, threads=2)
+    step = -(-len(texts) // chunks)
+    arr = pa.chunked_array([texts[i : i + step] for i in range(0, len(texts), step)], pa.string())
+    for a in (arr, arr.combine_chunks(), arr.cast(pa.large_string())):
+        got = mh._signatures_keyed(a, threads=2)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    empty = mh._signatures_keyed(pa.array([], pa.string()))
+    assert empty[0].shape == (0, 32) and len(empty[1]) == len(empty[2]) == 0
+    with pytest.raises(neardup.InvalidInputError, match="item 1: text is null"):
+        mh._signatures_keyed(pa.array(["a b c", None], pa.string()))
+
+
 def _encodable(t: str) -> bool:
     try:
         t.encode()

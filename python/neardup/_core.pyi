@@ -57,6 +57,13 @@ class MinHasher:
         data: npt.NDArray[np.uint8],
         threads: int | None = None,
     ) -> npt.NDArray[np.uint32]: ...
+    def signatures_keyed_arrow(
+        self,
+        shingler: Shingler,
+        offsets: npt.NDArray[np.int64],
+        data: npt.NDArray[np.uint8],
+        threads: int | None = None,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
     def from_ids(self, ids: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]: ...
     def from_tokens(self, shingler: Shingler, tokens: Iterable[bytes]) -> npt.NDArray[np.uint32]: ...
 

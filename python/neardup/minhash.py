@@ -157,10 +157,21 @@ class MinHash:
             return parts[0] if len(parts) == 1 else np.vstack(parts)
         return self._inner.signatures(self._shingler._inner, texts, threads)
 
-    def _signatures_keyed(self, texts: Sequence[str], threads: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`signatures` of a list of str, plus each text's exact-pass key and token count
-        (``_core._exact_keys``), each text tokenised once (the index's intake signs every text
-        and needs both)."""
+    def _signatures_keyed(self, texts: Sequence[str] | Any, threads: int | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`signatures` of a list of str or a pyarrow string array (read in place), plus
+        each text's exact-pass key and token count (``_core._exact_keys``), each text tokenised
+        once (the index's intake, dedup and the Spark kernels need both)."""
+        if is_arrow_strings(texts):
+            parts = [
+                self._inner.signatures_keyed_arrow(self._shingler._inner, off, data, threads)
+                for off, data in string_buffers(texts)
+            ]
+            if not parts:
+                return (np.zeros((0, self.num_perm), dtype=np.uint32), np.zeros(0, np.uint64), np.zeros(0, np.uint64))
+            if len(parts) == 1:
+                return parts[0]
+            return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
         return self._inner.signatures_keyed(self._shingler._inner, texts, threads)
 
     def signature_from_hashes(self, hashes: Any) -> np.ndarray:

@@ -174,6 +174,25 @@ def test_doc_keys_are_the_exact_keys_and_band_keys_of_each_good_text():
     assert rows[0]["bkeys"] == br.column("key").to_pylist()
 
 
+def test_doc_keys_one_pass_gives_what_the_separate_kernels_give():
+    # with MinHash, doc_keys signs and keys each text in one pass (Signer.keyed); a text with
+    # no tokens gets key 0 and no band keys, as from the exact_keys kernel
+    from neardup.io.records import Fields, Limits
+
+    texts = ["the cat sat on the mat today", "!! ?? --", "The  cat sat on the mat TODAY", "a dog ran", "rain, rain"]
+    lines = [('{"id": "%d", "text": "%s"}' % (i, t)).encode() for i, t in enumerate(texts)]
+    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array(range(1, 6), pa.int64()),
+                  "value": pa.array(lines, pa.binary())})
+    checked = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["in.jsonl"])
+    rows = K.doc_keys(checked, PARAMS).to_pylist()
+    ek = K.exact_keys(checked.select(["pos", "text"])).to_pylist()
+    assert [(r["xkey"], r["ntok"]) for r in rows] == [(e["xkey"], e["ntok"]) for e in ek]
+    assert rows[1]["ntok"] == 0 and rows[1]["xkey"] == 0 and rows[1]["bkeys"] is None
+    for i in (0, 2, 3, 4):
+        br = K.band_rows(checked.select(["pos", "text"]).slice(i, 1), PARAMS)
+        assert rows[i]["bkeys"] == br.column("key").to_pylist()
+
+
 def test_kernel_defaults_are_the_dedup_defaults():
     # a kernel called with default parameters signs as `neardup dedup` does (scheme included)
     from neardup.pipeline.options import DedupOptions

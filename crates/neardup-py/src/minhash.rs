@@ -152,6 +152,27 @@ impl PyMinHasher {
         Ok(self.matrix(py, strs.len(), out))
     }
 
+    /// ``signatures_keyed`` of an Arrow string array passed as its (int64 offsets, uint8 data):
+    /// the texts read in place, each tokenised once.
+    #[pyo3(signature = (shingler, offsets, data, threads=None))]
+    fn signatures_keyed_arrow<'py>(
+        &self,
+        py: Python<'py>,
+        shingler: &PyShingler,
+        offsets: PyReadonlyArray1<'py, i64>,
+        data: PyReadonlyArray1<'py, u8>,
+        threads: Option<i64>,
+    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+        let strs = arrow_texts(py, &offsets, &data)?;
+        let t = crate::convert::threads(py, threads)?;
+        let n = strs.len();
+        let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
+        detached(py, || {
+            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, &strs, &mut out, &mut keys, &mut ntok))
+        })?;
+        Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
+    }
+
     /// Signature of a set of 64-bit ids (32-bit for datasketch-affine32).
     fn from_ids<'py>(&self, py: Python<'py>, ids: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let ids = slice_or_copy(&ids);

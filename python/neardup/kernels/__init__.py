@@ -259,7 +259,8 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     One kernel for everything the pipeline needs of a text, so an engine reads and checks the
     corpus once and never carries the texts through a shuffle: it fetches them again only
     for the few documents that reach verification. (Exact copies get band keys too and the
-    engine drops them: ~5% more signatures, in exchange for one pass over the texts.)
+    engine drops them: ~5% more signatures, in exchange for one pass over the texts; with
+    MinHash that pass also gives the exact keys, each text tokenised once: ``Signer.keyed``.)
     """
     n = table.num_rows
     ok = np.asarray(pc.is_null(table.column("error")).to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
@@ -269,7 +270,17 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     b = params.nkeys
     keys = np.zeros((0, b), np.uint64)
     fps = np.zeros(0, np.uint64)
-    if len(idx):
+    if len(idx) and params.method == "minhash":
+        # signatures, exact keys and token counts in one pass over the texts (read in place)
+        text = table.column("text").take(pa.array(idx)).combine_chunks()
+        sigs, k_, n_ = _cached(params, "minhash")._signatures_keyed(text, threads=params.threads)
+        n_ = np.asarray(n_, np.int64)
+        xkey[idx] = np.where(n_ == 0, np.uint64(0), k_).view(np.int64)  # as exact_keys: 0 without tokens
+        ntok[idx] = n_
+        tok = idx[n_ > 0]
+        if len(tok):
+            keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[n_ > 0]), b, params.rows, threads=params.threads)
+    elif len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
         ek = exact_keys(good, params.threads)
         xkey[idx] = ek.column("xkey").to_numpy()
@@ -277,12 +288,8 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
         tok = idx[ntok[idx] > 0]
         if len(tok):
             text = table.column("text").take(pa.array(tok)).combine_chunks()
-            if params.method == "simhash":
-                fps = np.asarray(_cached(params, "simhash").fingerprints(text, threads=params.threads), np.uint64)
-                keys = block_keys(fps, params.max_distance)
-            else:
-                sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
-                keys = neardup.lsh.band_keys(sigs, b, params.rows, threads=params.threads)
+            fps = np.asarray(_cached(params, "simhash").fingerprints(text, threads=params.threads), np.uint64)
+            keys = block_keys(fps, params.max_distance)
     else:
         tok = idx
     has = np.zeros(n, bool)
