@@ -213,6 +213,58 @@ def test_cli_round_trip(tmp_path, corpus, capsys):
     assert main(["index", "stats", str(tmp_path / "none")]) == 9
 
 
+
+def test_cli_query_inputs(tmp_path, corpus, capsys, monkeypatch):
+    """query takes records (FILE), a text (--text, '-' for stdin) or plain-text files
+    (--text-file, id = the file's name): exactly one of them; nothing is ever inserted."""
+    import io
+
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    assert main(["index", "add", d, h.write_jsonl(tmp_path / "all.jsonl", corpus)]) == 0
+    capsys.readouterr()
+    art = tmp_path / "article.txt"
+    art.write_text(corpus[0]["text"], encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("a text about something else entirely, the harbour at night", encoding="utf-8")
+    assert main(["index", "query", d, "--text-file", str(art), "--text-file", str(other)]) == 0
+    vs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [v["id"] for v in vs] == ["article.txt", "other.txt"]
+    assert vs[0]["closest"] == corpus[0]["id"] and vs[0]["similarity"] == 1.0 and not vs[0]["inserted"]
+    assert vs[1]["status"] == "new" and not vs[1]["inserted"]
+    monkeypatch.setattr("sys.stdin", io.StringIO(corpus[0]["text"]))
+    assert main(["index", "query", d, "--text", "-"]) == 0
+    v = json.loads(capsys.readouterr().out)
+    assert v["id"] == "query" and v["closest"] == corpus[0]["id"]
+    # a plain-text file given as FILE is read as records: the error says so and how to check it
+    assert main(["index", "query", d, str(art)]) == 3
+    err = capsys.readouterr().err
+    assert "malformed JSON" in err and "--text-file" in err and "nothing was added" not in err
+    assert main(["index", "query", d]) == 2
+    assert main(["index", "query", d, "--text", "x", "--text-file", str(art)]) == 2
+    assert "give one of FILE(s), --text or --text-file" in capsys.readouterr().err
+    assert main(["index", "query", d, "--text-file", str(tmp_path / "missing.txt")]) == 4
+    (tmp_path / "bad.txt").write_bytes(b"ok \xff")
+    assert main(["index", "query", d, "--text-file", str(tmp_path / "bad.txt")]) == 4
+    assert "not valid UTF-8 (byte 0xff at offset 3)" in capsys.readouterr().err
+    assert main(["index", "stats", d]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == len(corpus)
+
+
+def test_cli_add_summary_counts_in_words(tmp_path, capsys):
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    one = h.write_jsonl(tmp_path / "one.jsonl", [{"id": "a", "text": "a single story about the harbour"}])
+    capsys.readouterr()
+    assert main(["index", "add", d, one]) == 0
+    out = capsys.readouterr().out
+    assert "added 1 document in" in out and "1 new story, 0 duplicates" in out
+    assert "the index holds 1 document, 0 clusters of two or more" in out
+
 def test_cli_init_says_what_was_made(tmp_path, capsys):
     from neardup.cli import main
 

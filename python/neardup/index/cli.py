@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import gc
 import json
+import os
 import re
 import sys
 import time
@@ -24,12 +25,15 @@ EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND = 6, 7, 8, 9
 
 def _fields_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("fields")
-    g.add_argument("--id-field", default="id")
-    g.add_argument("--text-field", default="text")
-    g.add_argument("--title-field", default=None)
-    g.add_argument("--time-field", default="published_at")
-    g.add_argument("--source-field", default="source")
-    g.add_argument("--max-chars", type=int, default=5_000_000)
+    g.add_argument("--id-field", default="id", help="record id field (default: id)")
+    g.add_argument("--text-field", default="text", help="text field (default: text)")
+    g.add_argument("--title-field", default=None,
+                   help="optional title field, prepended to the text (compared with it, as in neardup dedup)")
+    g.add_argument("--time-field", default="published_at",
+                   help="publish time field, for the keeper rule and --older-than (default: published_at)")
+    g.add_argument("--source-field", default="source", help="source field, for --prefer-source (default: source)")
+    g.add_argument("--max-chars", type=int, default=5_000_000,
+                   help="longest text accepted, in characters (default: 5,000,000)")
 
 
 def register(sub) -> None:
@@ -40,22 +44,30 @@ def register(sub) -> None:
                                    "checked against everything older, clustered, and stored (docs/index.md).")
     isub = p.add_subparsers(dest="index_command", metavar="ACTION")
 
-    q = isub.add_parser("init", help="create an index in DIR")
-    q.add_argument("dir", metavar="DIR")
-    q.add_argument("--method", default="minhash", choices=["minhash", "simhash"])
+    q = isub.add_parser("init", help="create an index in DIR",
+                        description="Create an index in DIR. Its settings are stored in it and checked on every "
+                                    "open; they are those of neardup dedup, with the same defaults.")
+    q.add_argument("dir", metavar="DIR", help="the index's directory (created; must not hold an index)")
+    q.add_argument("--method", default="minhash", choices=["minhash", "simhash"],
+                   help="MinHash signatures in LSH bands, or 64-bit SimHash fingerprints (default: minhash)")
     q.add_argument("--max-distance", type=int, default=3,
-                   help="with --method simhash: candidates are fingerprints within this many bits")
-    q.add_argument("--k", type=int, default=5)
-    q.add_argument("--unit", choices=["word", "whitespace", "char"], default="word")
-    q.add_argument("--num-perm", type=int, default=128)
+                   help="with --method simhash: candidates are fingerprints within this many bits (default: 3)")
+    q.add_argument("--k", type=int, default=5, help="shingle size in --unit (default: 5)")
+    q.add_argument("--unit", choices=["word", "whitespace", "char"], default="word",
+                   help="what a shingle is made of (default: word)")
+    q.add_argument("--num-perm", type=int, default=128, help="MinHash values per signature (default: 128)")
     q.add_argument("--scheme", default=None, help="MinHash scheme (default: neardup dedup's)")
-    q.add_argument("--seed", type=int, default=1)
-    q.add_argument("--threshold", type=float, default=0.8)
-    q.add_argument("--recall", type=float, default=0.95)
-    q.add_argument("--bands", type=int, default=None)
-    q.add_argument("--rows", type=int, default=None)
-    q.add_argument("--verify", choices=["exact", "estimate"], default="exact")
-    q.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard")
+    q.add_argument("--seed", type=int, default=1, help="MinHash seed (default: 1)")
+    q.add_argument("--threshold", type=float, default=0.8, help="similarity threshold (default: 0.8)")
+    q.add_argument("--recall", type=float, default=0.95,
+                   help="the bands and rows are chosen for this recall at the threshold (default: 0.95)")
+    q.add_argument("--bands", type=int, default=None, help="pin the number of LSH bands (with --rows)")
+    q.add_argument("--rows", type=int, default=None, help="pin the rows per band (with --bands)")
+    q.add_argument("--verify", choices=["exact", "estimate"], default="exact",
+                   help="exact: every candidate's similarity computed on the stored texts; estimate: from the "
+                        "signatures (default: exact)")
+    q.add_argument("--measure", choices=["jaccard", "containment"], default="jaccard",
+                   help="jaccard, or containment of the smaller text in the larger (default: jaccard)")
     q.add_argument("--prefer-source", default="", help="comma-separated sources preferred as keepers")
     q.add_argument("--signature-bits", type=int, choices=[16, 32], default=32,
                    help="with --verify estimate: bits kept per MinHash value (16: half the bytes, an estimate "
@@ -66,43 +78,48 @@ def register(sub) -> None:
 
     q = isub.add_parser("add", help="add a batch: each document checked against the archive and the earlier "
                                     "part of the batch, then inserted (all or nothing)")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
     q.add_argument("inputs", nargs="+", metavar="FILE", help="JSONL (.gz/.zst), Parquet, CSV, '-' for stdin")
     _fields_args(q)
     q.add_argument("--verdicts", metavar="FILE", help="write one verdict per document (JSONL) to FILE")
     _tuning_args(q, "for this add only; default: the index's")
-    q.add_argument("--threads", type=int, default=None)
+    q.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     q.add_argument("--json", action="store_true", help="print a JSON summary")
     _config_checks(q)
 
-    q = isub.add_parser("query", help="verdicts for a text or a file, without inserting")
-    q.add_argument("dir", metavar="DIR")
-    q.add_argument("inputs", nargs="*", metavar="FILE")
-    q.add_argument("--text", help="a text to check")
+    q = isub.add_parser("query", help="verdicts for a text or a file, without inserting",
+                        description="Print one verdict (JSON) per document, as an add would give it, without "
+                                    "inserting anything.")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
+    q.add_argument("inputs", nargs="*", metavar="FILE",
+                   help="records: JSONL (.gz/.zst), Parquet, CSV, '-' for stdin (each record one document)")
+    q.add_argument("--text", help="a text to check ('-': read it from stdin); its id is 'query'")
+    q.add_argument("--text-file", metavar="FILE", action="append", default=[],
+                   help="a plain-text file checked as one document, its id the file's name (repeatable)")
     _fields_args(q)
-    q.add_argument("--threads", type=int, default=None)
+    q.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
 
     q = isub.add_parser("stats", help="counts, sizes and settings")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
 
     q = isub.add_parser("export", help="clusters and keepers as JSONL (default) or Parquet")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
     q.add_argument("-o", "--out", required=True, metavar="FILE", help=".jsonl or .parquet ('-' for stdout JSONL)")
     q.add_argument("--all", action="store_true", help="include stories of one document")
 
     q = isub.add_parser("remove", help="remove documents by id and/or by age")
-    q.add_argument("dir", metavar="DIR")
-    q.add_argument("--ids", nargs="*", default=[], metavar="ID")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
+    q.add_argument("--ids", nargs="*", default=[], metavar="ID", help="ids of documents to remove")
     q.add_argument("--ids-file", metavar="FILE", help="one id per line")
     q.add_argument("--older-than", metavar="AGE|DATE",
                    help="publish time (or, without one, add time) before this: 30d, 12h, or an ISO date")
     q.add_argument("--no-scrub", action="store_true", help="do not overwrite removed texts now (compact will)")
 
     q = isub.add_parser("compact", help="merge segments, drop removed documents and texts")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
 
     q = isub.add_parser("check", help="verify every checksum, SQLite's integrity and the kept counts")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
     q.add_argument("--recount", action="store_true",
                    help="first count documents, stories, clusters and text bytes from the tables and store "
                         "the counts (the repair when check reports them wrong; takes the writer lock)")
@@ -111,14 +128,14 @@ def register(sub) -> None:
                        description="Serve DIR over HTTP: POST /v1/documents, GET /v1/documents/{id}, "
                                    "GET /v1/clusters/{id}, DELETE /v1/documents/{id}, /v1/stats, /v1/health, "
                                    "/openapi.json, and a web page at /.")
-    p.add_argument("dir", metavar="DIR")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("dir", metavar="DIR", help="the index's directory")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, loopback)")
+    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     p.add_argument("--max-body", type=int, default=10_000_000, help="largest request body in bytes (default 10 MB)")
     p.add_argument("--max-batch", type=int, default=10_000, help="most documents in one POST (default 10,000)")
     p.add_argument("--init", action="store_true", help="create the index in DIR if there is none")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--log-level", default="warning")
+    p.add_argument("--threads", type=int, default=None, help="worker threads of a batch (default: all cores)")
+    p.add_argument("--log-level", default="warning", help="uvicorn's log level (default: warning)")
     p.add_argument("--sync", choices=["full", "normal"], default="full",
                    help="full (default): every commit fsynced, survives a power cut; normal: not fsynced "
                         "per commit (survives a crash of the process, may lose the last adds on a power cut)")
@@ -144,11 +161,11 @@ def register(sub) -> None:
 
 def _config_checks(q: argparse.ArgumentParser) -> None:
     g = q.add_argument_group("settings checked against the index (refused if different)")
-    g.add_argument("--k", type=int, default=None)
-    g.add_argument("--num-perm", type=int, default=None)
-    g.add_argument("--scheme", default=None)
-    g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--threshold", type=float, default=None)
+    g.add_argument("--k", type=int, default=None, help="the shingle size the caller expects")
+    g.add_argument("--num-perm", type=int, default=None, help="the MinHash values per signature expected")
+    g.add_argument("--scheme", default=None, help="the MinHash scheme expected")
+    g.add_argument("--seed", type=int, default=None, help="the MinHash seed expected")
+    g.add_argument("--threshold", type=float, default=None, help="the similarity threshold expected")
 
 
 def _tuning_args(q, note: str, merge: bool = False) -> None:
@@ -201,6 +218,7 @@ def run(a: argparse.Namespace) -> int:
     from neardup.io.errors import InputFileError, OutputError, RecordError
 
     name = "serve" if a.command == "serve" else f"index {a.index_command}"
+    nothing = "; nothing was added" if name == "index add" else ""  # (a query adds nothing anyway)
     try:
         if a.command == "serve":
             return _serve(a)
@@ -216,8 +234,8 @@ def run(a: argparse.Namespace) -> int:
             (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
             (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
             ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
-            (DuplicateIdError, EXIT_RECORD, "neardup {prog}: {exc}; nothing was added"),
-            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}; nothing was added"),
+            (DuplicateIdError, EXIT_RECORD, "neardup {prog}: {exc}" + nothing),
+            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}" + nothing),
             (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
             (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
             ((InvalidParameterError, ValueError), EXIT_USAGE, "neardup {prog}: {exc}"),
@@ -285,25 +303,63 @@ def _add(a) -> int:
     if a.json:
         print(json.dumps(summary))
     else:
-        print(f"added {len(verdicts):,} documents in {dt:.2f} s: {len(verdicts) - dup:,} new stories, {dup:,} "
-              f"duplicates; the index holds {st['documents']:,} documents, {st['clusters']:,} clusters")
+        print(f"added {_n(len(verdicts), 'document')} in {dt:.2f} s: {_n(len(verdicts) - dup, 'new story', 'new stories')}, "
+              f"{_n(dup, 'duplicate')}; the index holds {_n(st['documents'], 'document')}, "
+              f"{_n(st['clusters'], 'cluster')} of two or more")
     return EXIT_OK
+
+
+#: file names that look like a plain text, not records (query's hint to use --text-file)
+PLAIN_TEXT = (".txt", ".text", ".md", ".html", ".htm")
 
 
 def _query(a) -> int:
     from neardup.index import Index
+    from neardup.io.errors import RecordError
 
-    if not a.inputs and a.text is None:
-        print("neardup index query: give FILE(s) or --text", file=sys.stderr)
+    given = [bool(a.inputs), a.text is not None, bool(a.text_file)]
+    if sum(given) != 1:
+        print("neardup index query: give one of FILE(s), --text or --text-file", file=sys.stderr)
         return EXIT_USAGE
+    records = None
+    if a.text is not None:
+        records = [{"id": "query", "text": sys.stdin.read() if a.text == "-" else a.text}]
+    elif a.text_file:
+        records = [{"id": os.path.basename(f), "text": _read_text_file(f)} for f in a.text_file]
     with Index.open(a.dir, threads=a.threads) as idx:
-        if a.text is not None:
-            vs = idx.query([{"id": "query", "text": a.text}], fields=None)
+        if records is not None:
+            vs = idx.query(records, fields=None, max_chars=a.max_chars)
         else:
-            vs = idx.query(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+            try:
+                vs = idx.query(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+            except RecordError:
+                if any(f.lower().endswith(PLAIN_TEXT) for f in a.inputs):
+                    print("neardup index query: FILE is read as records (JSONL, Parquet, CSV); "
+                          "check a plain-text file with --text-file", file=sys.stderr)
+                raise
     for v in vs:
         print(json.dumps(v.as_dict(), ensure_ascii=False))
     return EXIT_OK
+
+
+def _read_text_file(path: str) -> str:
+    """A plain-text file's content (UTF-8), for ``query --text-file``."""
+    from neardup.io.errors import InputFileError
+
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputFileError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _n(k: int, one: str, many: str | None = None) -> str:
+    """'1 document', '2 documents' (thousands separated)."""
+    return f"{k:,} {one if k == 1 else (many or one + 's')}"
 
 
 def _stats(a) -> int:
