@@ -32,6 +32,25 @@ impl PyMinHasher {
             .expect("buffer has n * num_perm values")
             .into_pyarray(py)
     }
+
+    /// Signatures, exact keys and token counts of `strs` (a list's or an Arrow array's texts),
+    /// each text tokenised once, on `threads` threads with the GIL released.
+    #[allow(clippy::type_complexity)]
+    fn keyed<'py, S: AsRef<str> + Sync>(
+        &self,
+        py: Python<'py>,
+        shingler: &PyShingler,
+        strs: &[S],
+        threads: Option<i64>,
+    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+        let t = crate::convert::threads(py, threads)?;
+        let n = strs.len();
+        let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
+        detached(py, || {
+            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, strs, &mut out, &mut keys, &mut ntok))
+        })?;
+        Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
+    }
 }
 
 #[pymethods]
@@ -125,14 +144,7 @@ impl PyMinHasher {
         threads: Option<i64>,
     ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
         let owned = Texts::extract(texts)?;
-        let strs = owned.strs()?;
-        let t = crate::convert::threads(py, threads)?;
-        let n = strs.len();
-        let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
-        detached(py, || {
-            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, &strs, &mut out, &mut keys, &mut ntok))
-        })?;
-        Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
+        self.keyed(py, shingler, &owned.strs()?, threads)
     }
 
     /// Signatures of an Arrow string array passed as its (int64 offsets, uint8 data).
@@ -164,13 +176,7 @@ impl PyMinHasher {
         threads: Option<i64>,
     ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
         let strs = arrow_texts(py, &offsets, &data)?;
-        let t = crate::convert::threads(py, threads)?;
-        let n = strs.len();
-        let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
-        detached(py, || {
-            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, &strs, &mut out, &mut keys, &mut ntok))
-        })?;
-        Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
+        self.keyed(py, shingler, &strs, threads)
     }
 
     /// Signature of a set of 64-bit ids (32-bit for datasketch-affine32).
