@@ -23,6 +23,8 @@ def reference(inputs, fields, max_chars):
                 raise rec
             c = check_record(rec, fields, limits, src.name, recno)
             ex = {k: v for k, v in rec.items() if k not in skip}
+            if c.time_error is not None:  # an unreadable time is kept among the other fields
+                ex[fields.time] = rec[fields.time]
             title = rec.get(fields.title) if fields.title else None
             out.append((c, (_extra_json(ex) if ex else None, len(title) if title else None)))
     return out
@@ -60,6 +62,7 @@ GOOD = [
     {"id": " a16 ", "text": "an id with spaces"},
     {"id": "a17", "text": "emoji \U0001F600 text", "title": "ignored without --title-field"},
     {"id": "a18", "text": "x" * 50},
+    {"id": "\u0438\u0434-19", "text": "a non-ASCII id (the general path checks it)", "source": "S\u00fcddeutsche"},
 ]
 
 
@@ -96,6 +99,7 @@ BAD = [
     ('{"id": "b"}', "missing text"),
     ('{"id": "b", "text": "' + "y" * 41 + '"}', "over the limit"),
     ('{"id": "b", "text": "lone \\ud800 surrogate"}', "not valid Unicode"),
+    ('{"id": "b\\udfff", "text": "words"}', "id is not valid Unicode"),
     ('[1, 2]', "expected a JSON object"),
     ('{"id": "b", "text": ', "malformed JSON"),
     (b'{"id": "b", "text": "\xff"}', "not valid UTF-8"),
@@ -114,6 +118,23 @@ def test_jsonl_path_raises_what_check_record_raises(tmp_path, line, message):
         list(checked_blocks(str(p), Fields(), 40))
     assert str(got.value) == str(want.value)
     assert message in str(got.value) and ":3" in str(got.value)  # the line number
+
+
+@pytest.mark.parametrize("line,field", [('{"id": "b", "text": "w", "note": "x\\ud800"}', "note"),
+                                        ('{"id": "b", "text": "w", "source": "s\\ud800"}', "source"),
+                                        ('{"id": "b", "text": "w", "tags": [1, {"k": "\\udfff"}]}', "tags"),
+                                        ('{"id": "b", "text": "w", "k\\ud800": 1}', "k\ud800")])
+def test_a_lone_surrogate_in_another_field_is_the_records_error(tmp_path, line, field):
+    # JSON allows it, UTF-8 (SQLite, every reader of the index) does not: refused like one in
+    # the text, naming the field, instead of failing the add's transaction (a source only here:
+    # dedup compares sources and stores none)
+    p = tmp_path / "bad.jsonl"
+    p.write_text(json.dumps(GOOD[0]) + "\n" + line + "\n", encoding="utf-8")
+    for inputs in (str(p), [GOOD[0], json.loads(line)]):
+        with pytest.raises(RecordError) as got:
+            list(checked_blocks(inputs, Fields(), 40))
+        assert got.value.field == field and "is not valid Unicode (lone surrogate)" in str(got.value)
+        assert ":2" in str(got.value)
 
 
 def test_other_sources_and_blocks(tmp_path):

@@ -210,6 +210,22 @@ def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
     assert res.clusters[0]["keeper"] == "b"  # the record with a readable time wins
 
 
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00",
+                                   "Fri, 31 Dec 9999 23:59:59 -0500", 10**400, -(10**400)])
+def test_time_out_of_range_is_an_unreadable_time_not_a_crash(tmp_path, value):
+    # a date that exists but leaves datetime's years once its offset is applied, or an integer
+    # past a float's range, raised OverflowError from the record check (exit 1, a traceback)
+    from neardup.io.records import parse_time
+
+    with pytest.raises(ValueError, match="out of the range of times"):
+        parse_time(value)
+    recs = [dict(GOOD[0], published_at=value), dict(GOOD[1], published_at="2026-07-12T09:00:00Z"), GOOD[2]]
+    res = neardup.dedup(recs)
+    assert res.report["documents"] == 3 and res.report["unreadable_times"] == 1
+    (bad,) = res.report["unreadable_time_records"]
+    assert bad["line"] == 1 and "out of the range of times" in bad["reason"] and len(bad["reason"]) < 120
+
 def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     import sys
     import threading
@@ -236,3 +252,19 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     with pytest.raises(RecordError, match=":151: field 'text'"):
         neardup.dedup(recs, batch_size=10)
     assert not [t for t in threading.enumerate() if t.name == "neardup-reader"]
+
+
+def test_lone_surrogate_in_an_id_is_a_bad_record_not_a_crash(tmp_path):
+    # JSON's "\ud800" gives an id that UTF-8 cannot hold: writing it to clusters.jsonl raised
+    # UnicodeEncodeError (exit 1, a traceback) after the whole run
+    from neardup.io.errors import RecordError
+
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "a\\ud800", "text": "heavy rain over the coast today"}\n'
+                    '{"id": "b", "text": "heavy rain over the coast today"}\n', encoding="utf-8")
+    with pytest.raises(RecordError, match="id is not valid Unicode"):
+        neardup.dedup(str(path), tmp_path / "out")
+    res = neardup.dedup(str(path), tmp_path / "out2", on_error="skip")
+    assert res.report["skipped"] == 1 and res.report["documents"] == 1
+    (s,) = res.report["skipped_records"]
+    assert s["line"] == 1 and s["field"] == "id"

@@ -98,6 +98,34 @@ def test_bad_input_gets_4xx_json(client, rain):
     _error(client.get("/v1/clusters/999999"), 404)
     _error(client.get("/v1/clusters/abc"), 422)
     _error(client.get("/v1/nothing-here"), 404)
+    # an unreadable publish time is refused (the keeper rule needs it), never stored as missing
+    for bad in ("yesterday", "9999-12-31T23:59:59-05:00", 10**400, True):
+        e = _error(post(json={"id": "t", "text": "some words here", "published_at": bad}), 422)
+        assert e["message"].startswith("body: published_at") or "published_at" in e["message"], e
+    e = _error(post(json={"id": "t", "text": "some words here", "published_at": "yesterday"}), 422, "bad_document")
+    assert e["details"] == {"index": 0, "field": "published_at",
+                            "reason": "cannot parse 'yesterday' as a time (use ISO 8601 or epoch seconds)"}
+    e = _error(post(json={"documents": [{"id": "t1", "text": "fine words"},
+                                        {"id": "t2", "text": "more words", "published_at": "9999-12-31T23:59:59-05:00"}]}),
+               422, "bad_document")
+    assert e["message"].startswith("documents[1]: published_at:") and e["details"]["index"] == 1
+    # a blank text or id is said in words, not as the regular expression that checks it
+    e = _error(post(json={"id": "x", "text": " \t "}), 422, "invalid_request")
+    assert e["message"] == "body.text: must not be empty or only white space"
+    # a body that is not an object says what was expected
+    e = _error(post(json=[{"id": "x", "text": "words"}]), 422, "invalid_request")
+    assert "expected a JSON object, got an array of 1" in e["message"] and '{"documents": [...]}' in e["message"]
+    assert client.get("/v1/stats").json()["documents"] == 1
+    # a lone surrogate anywhere in an article (JSON allows it, UTF-8 does not) is that article's
+    # error, naming the field; a field's name that holds one is answered escaped
+    raw = lambda b: post(content=b, headers={"content-type": "application/json"})  # noqa: E731
+    for body, field in [(b'{"id": "u", "text": "words", "source": "s\\ud800"}', "source"),
+                        (b'{"id": "u", "text": "words", "title": "t\\ud800"}', "title"),
+                        (b'{"id": "u", "text": "words", "fields": {"k": ["\\udfff"]}}', "k"),
+                        (b'{"id": "u", "text": "words", "fields": {"k\\ud800": 1}}', "k\\ud800")]:
+        e = _error(raw(body), 422, "bad_document")
+        assert e["details"]["field"] == field and "lone surrogate" in e["details"]["reason"], e
+    assert client.get("/v1/stats").json()["documents"] == 1
     # lone surrogate in JSON text
     e = _error(post(content=b'{"id": "s", "text": "bad \\ud800 text"}', headers={"content-type": "application/json"}), 422)
 

@@ -48,3 +48,24 @@ def test_an_id_that_slips_past_the_check_refuses_the_whole_add(tmp_path, rain):
         assert ix.stats()["documents"] == 2
         ix.add([rain[2]])  # the index goes on
         ix.check()
+
+
+@pytest.mark.parametrize("bad", [{"id": "s", "text": "words", "source": "s\ud800"},
+                                 {"id": "s", "text": "words", "note": {"k": "\udfff"}},
+                                 {"id": "s\ud800", "text": "words"}])
+def test_a_lone_surrogate_refuses_its_request_only(tmp_path, rain, bad):
+    """A lone surrogate outside the text (a source, another field, the id) failed the group's
+    transaction when SQLite encoded it: every request of the group answered 500. It is the
+    request's record error now, found before the group's add."""
+    from neardup.io.errors import RecordError
+
+    with Index.create(tmp_path / "ix") as ix:
+        gw = GroupWriter(ix, FIELDS)
+        try:
+            futs = _group(gw, [[rain[0]], [rain[1], bad], [rain[2]]])
+            assert futs[0].exception() is None and futs[2].exception() is None
+            assert isinstance(futs[1].exception(), RecordError) and "lone surrogate" in str(futs[1].exception())
+            assert ix.stats()["documents"] == 2
+            ix.check()
+        finally:
+            gw.close()

@@ -298,8 +298,14 @@ def _add(a) -> int:
         with atomic_open(a.verdicts) as f:
             for v in verdicts:
                 f.write(dumps(v.as_dict()) + "\n")
+    bad_times = verdicts.unreadable_times
     summary = {"added": len(verdicts), "new": len(verdicts) - dup, "duplicates": dup, "seconds": round(dt, 3),
-               "documents": st["documents"], "clusters": st["clusters"]}
+               "documents": st["documents"], "clusters": st["clusters"], "unreadable_times": len(bad_times)}
+    if bad_times:
+        first = "; ".join(f"{i!r}: {why}" for i, why in bad_times[:3])
+        print(f"neardup index add: warning: {_n(len(bad_times), 'time')} could not be read and count as missing "
+              f"for the keeper rule (the values are kept with the documents' fields): {first}"
+              + (" ..." if len(bad_times) > 3 else ""), file=sys.stderr)
     if a.json:
         print(json.dumps(summary))
     else:

@@ -75,7 +75,7 @@ def checked_blocks(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tupl
                 if isinstance(rec, RecordError):
                     raise rec
                 docs.append(check_record(rec, fields, limits, src.name, recno))
-                extras.append(_extras(rec, fields, skip))
+                extras.append(_extras(rec, fields, skip, docs[-1], src.name, recno))
                 if len(docs) == 8192:
                     yield docs, extras
                     docs, extras = [], []
@@ -86,11 +86,34 @@ def checked_blocks(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tupl
             s.close()
 
 
-def _extras(rec: dict, fields: Fields, skip: set) -> tuple[str | None, int | None]:
-    """(the record's other fields as JSON or None, the title's length or None)."""
+def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path: str, recno: int
+            ) -> tuple[str | None, int | None]:
+    """(the record's other fields as JSON or None, the title's length or None). A time that
+    could not be read (`checked.time_error`: the document's time counts as missing) is kept
+    among the other fields, as it came, so that nothing of the record is lost. A field that
+    holds a lone surrogate (JSON allows "\\ud800"; UTF-8, SQLite and every reader of the
+    index do not) is the record's error, as in its text."""
     ex = {k: v for k, v in rec.items() if k not in skip}
+    if checked is not None and checked.time_error is not None:
+        ex[fields.time] = rec[fields.time]
+    if checked is not None and checked.source is not None and not _encodable(checked.source):
+        # (dedup only compares sources; the index stores them)
+        raise RecordError(path, recno, "source is not valid Unicode (lone surrogate)", field=fields.source)
     title = rec.get(fields.title) if fields.title else None
-    return _extra_json(ex) if ex else None, len(title) if title else None
+    try:
+        return _extra_json(ex) if ex else None, len(title) if title else None
+    except UnicodeEncodeError:
+        bad = next((k for k, v in ex.items() if not _encodable(k) or not _encodable(v)), None)
+        raise RecordError(path, recno, f"field {bad!r} is not valid Unicode (lone surrogate)", field=bad) from None
+
+
+def _encodable(v) -> bool:
+    """`v` (a field name or a JSON value) as UTF-8 JSON: no lone surrogate in it."""
+    try:
+        json.dumps(v, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _new = tuple.__new__  # makes a Checked without the Python-level __new__ of a NamedTuple
@@ -145,13 +168,13 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
             else:
                 t = None  # a string, or anything else: check_record parses or rejects it
             if (t is not None and plain and type(rid) is str and type(text) is str and 0 < len(text) <= max_chars
-                    and (srcv is None or type(srcv) is str) and text.isascii() and not text.isspace()
-                    and rid and not rid.isspace()):
+                    and (srcv is None or type(srcv) is str and srcv.isascii()) and text.isascii()
+                    and not text.isspace() and rid and rid.isascii() and not rid.isspace()):
                 docs.append(_new(Checked, (rid, rid, text, t, srcv, None)))
-                extras.append((None, None) if only_known(rec) else _extras(rec, fields, skip))
+                extras.append((None, None) if only_known(rec) else _extras(rec, fields, skip, None, name, start + i))
             else:
                 docs.append(check_record(rec, fields, limits, name, start + i))
-                extras.append(_extras(rec, fields, skip))
+                extras.append(_extras(rec, fields, skip, docs[-1], name, start + i))
         if docs:
             yield docs, extras
 
@@ -162,8 +185,10 @@ def _extra_json(ex: dict) -> str:
     bits)."""
     try:
         return orjson.dumps(ex, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except TypeError:
-        return json.dumps(ex, ensure_ascii=False, default=str)
+    except TypeError:  # (a lone surrogate too: the encode below raises UnicodeEncodeError for it)
+        out = json.dumps(ex, ensure_ascii=False, default=str)
+        out.encode("utf-8")
+        return out
 
 
 def read_checked(inputs: Any, fields: Fields, max_chars: int) -> tuple[list[Checked], list[tuple]]:

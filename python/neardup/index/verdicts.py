@@ -57,6 +57,13 @@ class Verdicts(Sequence):
         #: documents that matched an earlier one (in the index or earlier in the batch)
         self.duplicates = len(closest) - closest.count(None)
 
+    @property
+    def unreadable_times(self) -> list[tuple[Any, str]]:
+        """(id, reason) of each document whose time field could not be read: its time counts as
+        missing for the keeper rule, and the value is kept with its other fields (as
+        ``neardup dedup`` keeps such a record and lists it in report.json)."""
+        return [(d.id, d.time_error) for d in self._docs if d.time_error is not None]
+
     def __len__(self) -> int:
         return len(self._docs)
 

@@ -75,9 +75,13 @@ def _parse_time(value) -> float:
     if isinstance(value, bool):
         raise ValueError("a boolean is not a time")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
+        try:
+            t = float(value)
+        except OverflowError:  # an int past a float's range
+            raise ValueError(f"{_short(value)} is out of the range of times") from None
+        if not math.isfinite(t):
             raise ValueError(f"{value!r} is not a time")
-        return float(value)
+        return t
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str):
@@ -101,15 +105,24 @@ def _parse_time(value) -> float:
                     from email.utils import parsedate_to_datetime
 
                     dt = parsedate_to_datetime(s)
-                except (TypeError, ValueError, IndexError):
+                except (TypeError, ValueError, IndexError, OverflowError):
                     dt = None
         if dt is None:
-            raise ValueError(f"cannot parse {value!r} as a time (use ISO 8601 or epoch seconds)")
+            raise ValueError(f"cannot parse {_short(value)} as a time (use ISO 8601 or epoch seconds)")
     else:
         raise ValueError(f"expected a string or a number, got {type(value).__name__}")
     if dt.tzinfo is None:  # naive: taken as UTC
         return (dt - _EPOCH).total_seconds()
-    return dt.astimezone(timezone.utc).timestamp()
+    try:
+        return dt.astimezone(timezone.utc).timestamp()
+    except OverflowError:  # year 1 or 9999 with an offset that moves it out of datetime's years
+        raise ValueError(f"{_short(value)} is out of the range of times") from None
+
+
+def _short(value, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters for an error message."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
 def _is_valid_unicode(s: str) -> bool:
@@ -134,6 +147,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         key = rid
         if not key or key.isspace():
             raise RecordError(path, recno, "id is empty", field=fields.id)
+        if not key.isascii() and not _is_valid_unicode(key):
+            raise RecordError(path, recno, "id is not valid Unicode (lone surrogate)", field=fields.id)
     elif tid is int:
         key = str(rid)
     elif rid is None:
@@ -150,6 +165,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         title = get(fields.title)
         if title is not None and type(title) is not str:
             raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
+        if title and not title.isascii() and not _is_valid_unicode(title):
+            raise RecordError(path, recno, "title is not valid Unicode (lone surrogate)", field=fields.title)
         if title:
             text = f"{title}\n{text}"
     if len(text) > limits.max_chars:

@@ -28,6 +28,7 @@ from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
+from neardup.io.records import parse_time
 from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.hostcpu import host_cpu
 from neardup.service.timings import Timings
@@ -159,6 +160,26 @@ def _err(status: int, code: str, message: str, details: Any = None) -> JSONRespo
                         content={"error": {"status": status, "code": code, "message": message, "details": details}})
 
 
+def _problem(e: dict) -> str:
+    """A validation error's message; NOT_BLANK's regular expression is said in words."""
+    if e.get("type") == "string_pattern_mismatch":
+        return "must not be empty or only white space"
+    return e.get("msg")
+
+
+def _utf8(s: str) -> str:
+    """`s` with any lone surrogate written as its escape (a JSON answer must be UTF-8)."""
+    return s if s.isascii() else s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _json_kind(v) -> str:
+    """What a JSON value is, for an error message."""
+    if isinstance(v, list):
+        return f"an array of {len(v)}" if v else "an empty array"
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(
+        type(v), type(v).__name__)
+
+
 def _finite(x):
     return None if isinstance(x, float) and not math.isfinite(x) else x
 
@@ -203,11 +224,15 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             return _err(400, "invalid_json", f"the body is not valid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}")
         # The body is a document or a batch: report the errors of the shape that was meant.
         body = getattr(exc, "body", None)
+        if request.url.path == "/v1/documents" and request.method == "POST" and not isinstance(body, dict):
+            problem = (f"expected a JSON object, got {_json_kind(body)}: one article {{\"id\", \"text\", ...}} "
+                       f"or a batch {{\"documents\": [...]}}")
+            return _err(422, "invalid_request", f"body: {problem}", [{"where": "body", "problem": problem}])
         meant = "BatchIn" if isinstance(body, dict) and "documents" in body else "DocumentIn"
         mine = [e for e in errs if len(e.get("loc", ())) > 1 and e["loc"][1] == meant]
         if mine:
             errs = [{**e, "loc": (e["loc"][0],) + tuple(e["loc"][2:])} for e in mine]
-        details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": e.get("msg")} for e in errs[:20]]
+        details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": _problem(e)} for e in errs[:20]]
         first = details[0] if details else {"where": "", "problem": "invalid request"}
         return _err(422, "invalid_request", f"{first['where']}: {first['problem']}", _jsonable(details))
 
@@ -332,11 +357,19 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
         return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
                     f"{max_batch:,} (neardup serve --max-batch)")
     recs = []
-    for d in docs:
+    for i, d in enumerate(docs):
         r = {"id": d.id, "text": d.text}
         if d.title is not None:
             r["title"] = d.title
         if d.published_at is not None:
+            try:
+                # a time the keeper rule cannot read is the client's mistake: said now, not kept
+                # as a missing time (an add from files keeps the record and warns: docs/index.md)
+                parse_time(d.published_at)
+            except ValueError as exc:
+                where = f"documents[{i}]" if isinstance(body, BatchIn) else "body"
+                return _err(422, "bad_document", f"{where}: published_at: {exc}",
+                            {"index": i, "field": "published_at", "reason": str(exc)})
             r["published_at"] = d.published_at
         if d.source is not None:
             r["source"] = d.source
@@ -355,8 +388,9 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
         return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
     except RecordError as exc:
         where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
-        return _err(422, "bad_document", f"{where}: {exc.field or 'document'}: {exc.reason}",
-                    {"index": exc.line - 1, "field": exc.field, "reason": exc.reason})
+        field = _utf8(exc.field) if exc.field is not None else None  # a field's name may be what was wrong
+        return _err(422, "bad_document", f"{where}: {field or 'document'}: {_utf8(exc.reason)}",
+                    {"index": exc.line - 1, "field": field, "reason": _utf8(exc.reason)})
     except IndexCorruptError as exc:
         return _err(500, "index_corrupt", str(exc))
     # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
