@@ -253,6 +253,39 @@ def test_cli_query_inputs(tmp_path, corpus, capsys, monkeypatch):
     assert json.loads(capsys.readouterr().out)["documents"] == len(corpus)
 
 
+
+def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, corpus, capsys, monkeypatch):
+    """Parquet is written a block of clusters at a time (the same rows as JSONL, the clusters
+    never all in memory); a name that is neither .jsonl nor .parquet is refused, not written
+    as JSONL under a misleading name."""
+    import pyarrow.parquet as pq
+
+    from neardup.cli import main
+    from neardup.index import cli as icli
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    empty = tmp_path / "empty.parquet"
+    assert main(["index", "export", d, "-o", str(empty)]) == 0
+    t = pq.read_table(empty)
+    assert t.num_rows == 0 and t.column_names == ["cluster", "keeper", "size", "members"]
+    assert main(["index", "add", d, h.write_jsonl(tmp_path / "all.jsonl", corpus)]) == 0
+    assert main(["index", "export", d, "-o", str(tmp_path / "c.jsonl")]) == 0
+    want = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert len(want) > 5
+    monkeypatch.setattr(icli, "EXPORT_BLOCK", 2)
+    assert main(["index", "export", d, "-o", str(tmp_path / "c.PARQUET")]) == 0
+    pf = pq.ParquetFile(tmp_path / "c.PARQUET")
+    assert pf.metadata.num_row_groups == -(-len(want) // 2)
+    got = pf.read().to_pylist()
+    norm = lambda rows: [(r["cluster"], str(r["keeper"]), r["size"],  # noqa: E731
+                          [(str(m["id"]), m["similarity"], m["match"]) for m in r["members"]]) for r in rows]
+    assert norm(got) == norm(want)
+    capsys.readouterr()
+    assert main(["index", "export", d, "-o", str(tmp_path / "c.csv")]) == 2
+    assert "name a .jsonl or .parquet file" in capsys.readouterr().err
+    assert not (tmp_path / "c.csv").exists()
+
 def test_cli_add_summary_counts_in_words(tmp_path, capsys):
     from neardup.cli import main
 

@@ -376,10 +376,21 @@ def _stats(a) -> int:
     return EXIT_OK
 
 
+#: what `export -o` writes: JSONL, or Parquet a block of this many clusters at a time (an
+#: archive's clusters are never all in memory at once)
+EXPORT_BLOCK = 8192
+
+
 def _export(a) -> int:
     from neardup.index import Index
     from neardup.io.writers import atomic_open, dumps
 
+    kind = "jsonl" if a.out == "-" or a.out.lower().endswith(".jsonl") else \
+        "parquet" if a.out.lower().endswith(".parquet") else None
+    if kind is None:
+        print(f"neardup index export: -o {a.out}: name a .jsonl or .parquet file, or '-' for JSONL on stdout",
+              file=sys.stderr)
+        return EXIT_USAGE
     n = 0
     with Index.open(a.dir) as idx:
         rows = idx.clusters(min_size=1 if a.all else 2)
@@ -387,28 +398,35 @@ def _export(a) -> int:
             for r in rows:
                 sys.stdout.write(dumps(r) + "\n")
                 n += 1
-        elif a.out.endswith(".parquet"):
+        elif kind == "parquet":
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            rl = list(rows)
-            n = len(rl)
-            for r in rl:
-                r["keeper"] = str(r["keeper"])
-                for m in r["members"]:
-                    m["id"] = str(m["id"])
-            with atomic_open(a.out, "wb") as f:
-                pq.write_table(pa.Table.from_pylist(rl, schema=pa.schema([
-                    ("cluster", pa.int64()), ("keeper", pa.string()), ("size", pa.int64()),
-                    ("members", pa.list_(pa.struct([("id", pa.string()), ("similarity", pa.float64()),
-                                                    ("match", pa.string())])))])), f)
+            # ids as strings (an index may hold integer and string ids: one column type)
+            schema = pa.schema([("cluster", pa.int64()), ("keeper", pa.string()), ("size", pa.int64()),
+                                ("members", pa.list_(pa.struct([("id", pa.string()), ("similarity", pa.float64()),
+                                                                ("match", pa.string())])))])
+            with atomic_open(a.out, "wb") as f, pq.ParquetWriter(f, schema) as w:
+                block: list[dict] = []
+                for r in rows:
+                    r["keeper"] = str(r["keeper"])
+                    for m in r["members"]:
+                        m["id"] = str(m["id"])
+                    block.append(r)
+                    if len(block) == EXPORT_BLOCK:
+                        w.write_table(pa.Table.from_pylist(block, schema=schema))
+                        n += len(block)
+                        block = []
+                if block or n == 0:  # (an empty export is a file with the schema and no rows)
+                    w.write_table(pa.Table.from_pylist(block, schema=schema))
+                    n += len(block)
         else:
             with atomic_open(a.out) as f:
                 for r in rows:
                     f.write(dumps(r) + "\n")
                     n += 1
     if a.out != "-":
-        print(f"wrote {n:,} clusters to {a.out}")
+        print(f"wrote {_n(n, 'cluster')} to {a.out}")
     return EXIT_OK
 
 
