@@ -53,7 +53,8 @@ class DocumentIn(BaseModel):
     text: StrictStr = Field(min_length=1, pattern=NOT_BLANK, description="the article body (not blank)")
     title: StrictStr | None = Field(default=None, description="optional headline, kept but not compared")
     published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
-        default=None, description="publish time: ISO 8601 or seconds since the epoch (keeper rule)")
+        default=None, description="publish time for the keeper rule: ISO 8601, RFC 2822 or seconds since the epoch; "
+                                  "one that cannot be read is refused (422 bad_document)")
     source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
     fields: dict[str, Any] | None = Field(default=None, description="anything else to keep with the article")
 
