@@ -268,3 +268,22 @@ def test_lone_surrogate_in_an_id_is_a_bad_record_not_a_crash(tmp_path):
     assert res.report["skipped"] == 1 and res.report["documents"] == 1
     (s,) = res.report["skipped_records"]
     assert s["line"] == 1 and s["field"] == "id"
+
+
+def test_a_binary_source_is_its_utf8_text(tmp_path):
+    # a Parquet column of binary type gives bytes: the source is their text ("agency"), not the
+    # Python form "b'agency'" (which --prefer-source agency never matched)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.io.errors import RecordError
+
+    text = "heavy rain over the coast for three days, the weather office said on sunday"
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": ["site", "agency"], "text": [text, text],
+                             "source": pa.array([b"site-a", b"agency"], pa.binary())}), path)
+    res = neardup.dedup(str(path), None, prefer_source=["agency"])
+    assert res.clusters[0]["keeper"] == "agency"
+    pq.write_table(pa.table({"id": ["a"], "text": [text], "source": pa.array([b"\xffbad"], pa.binary())}), path)
+    with pytest.raises(RecordError, match="source is not valid UTF-8 \\(byte 0xff at offset 0\\)"):
+        neardup.dedup(str(path), None)

@@ -195,5 +195,14 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
     if fields.source is not None:
         src = get(fields.source)
         if src is not None:
-            source = src if type(src) is str else str(src)
+            if type(src) is str:
+                source = src
+            elif isinstance(src, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text, not "b'...'"
+                try:
+                    source = bytes(src).decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise RecordError(path, recno, f"source is not valid UTF-8 (byte 0x{src[exc.start]:02x} at "
+                                                   f"offset {exc.start})", field=fields.source) from None
+            else:
+                source = str(src)
     return Checked(rid, key, text, t, source, time_error)
