@@ -161,7 +161,7 @@ class MinHash:
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`signatures` of a list of str or a pyarrow string array (read in place), plus
         each text's exact-pass key and token count (``_core._exact_keys``), each text tokenised
-        once (the index's intake, dedup and the Spark kernels need both)."""
+        once (the index's intake and the Spark kernel ``doc_keys`` need both)."""
         if is_arrow_strings(texts):
             parts = [
                 self._inner.signatures_keyed_arrow(self._shingler._inner, off, data, threads)

@@ -351,6 +351,7 @@ def _query(a) -> int:
 def _read_text_file(path: str) -> str:
     """A plain-text file's content (UTF-8), for ``query --text-file``."""
     from neardup.io.errors import InputFileError
+    from neardup.io.records import decode_utf8
 
     try:
         with open(path, "rb") as f:
@@ -358,9 +359,9 @@ def _read_text_file(path: str) -> str:
     except OSError as exc:
         raise InputFileError(f"{path}: {exc.strerror or exc}") from None
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"{path}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+        return decode_utf8(data)
+    except ValueError as exc:
+        raise InputFileError(f"{path}: {exc}") from None
 
 
 def _n(k: int, one: str, many: str | None = None) -> str:

@@ -30,7 +30,7 @@ import orjson
 from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, irregular_line, open_sources
-from neardup.io.records import Checked, Fields, Limits, check_record
+from neardup.io.records import Checked, Fields, Limits, check_record, is_valid_unicode
 from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.simhash import block_keys
@@ -96,7 +96,7 @@ def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path:
     ex = {k: v for k, v in rec.items() if k not in skip}
     if checked is not None and checked.time_error is not None:
         ex[fields.time] = rec[fields.time]
-    if checked is not None and checked.source is not None and not _encodable(checked.source):
+    if checked is not None and checked.source is not None and not is_valid_unicode(checked.source):
         # (dedup only compares sources; the index stores them)
         raise RecordError(path, recno, "source is not valid Unicode (lone surrogate)", field=fields.source)
     title = rec.get(fields.title) if fields.title else None

@@ -25,6 +25,7 @@ from typing import IO, Any
 import numpy as np
 
 from neardup.io.errors import InputFileError, RecordError
+from neardup.io.records import is_valid_unicode
 
 try:  # orjson parses JSON lines several times faster; the standard library is the fallback.
     import orjson as _orjson
@@ -241,7 +242,7 @@ class CsvSource(Source):
                     )
                     continue
                 rec = dict(zip(header, row))
-                bad = next((k for k, v in rec.items() if _has_surrogate(v)), None)
+                bad = next((k for k, v in rec.items() if not is_valid_unicode(v)), None)
                 if bad is not None:
                     yield recno, RecordError(self.name, recno, "not valid UTF-8", field=bad)
                     continue
@@ -250,16 +251,6 @@ class CsvSource(Source):
             raise InputFileError(f"{self.name}: read error: {exc}") from exc
         finally:
             text.close()
-
-
-def _has_surrogate(s: str) -> bool:
-    if s.isascii():
-        return False
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 class ParquetSource(Source):

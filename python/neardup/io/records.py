@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from neardup.io.errors import RecordError
 
-__all__ = ["Fields", "Limits", "Checked", "check_record", "parse_time"]
+__all__ = ["Fields", "Limits", "Checked", "check_record", "decode_utf8", "is_valid_unicode", "parse_time"]
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,17 @@ def _short(value, limit: int = 60) -> str:
     return r if len(r) <= limit else r[: limit - 3] + "..."
 
 
-def _is_valid_unicode(s: str) -> bool:
+def decode_utf8(data: bytes) -> str:
+    """`data` as UTF-8 text; ValueError "not valid UTF-8 (byte 0x.. at offset N)" otherwise."""
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def is_valid_unicode(s: str) -> bool:
+    """`s` can be written as UTF-8: no lone surrogate (which JSON's "\\ud800" and a CSV field
+    decoded with surrogateescape can hold)."""
     if s.isascii():
         return True
     try:
@@ -147,7 +157,7 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         key = rid
         if not key or key.isspace():
             raise RecordError(path, recno, "id is empty", field=fields.id)
-        if not key.isascii() and not _is_valid_unicode(key):
+        if not key.isascii() and not is_valid_unicode(key):
             raise RecordError(path, recno, "id is not valid Unicode (lone surrogate)", field=fields.id)
     elif tid is int:
         key = str(rid)
@@ -165,7 +175,7 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         title = get(fields.title)
         if title is not None and type(title) is not str:
             raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
-        if title and not title.isascii() and not _is_valid_unicode(title):
+        if title and not title.isascii() and not is_valid_unicode(title):
             raise RecordError(path, recno, "title is not valid Unicode (lone surrogate)", field=fields.title)
         if title:
             text = f"{title}\n{text}"
@@ -178,7 +188,7 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         )
     if not text or text.isspace():
         raise RecordError(path, recno, "text is empty", field=fields.text)
-    if not text.isascii() and not _is_valid_unicode(text):
+    if not text.isascii() and not is_valid_unicode(text):
         raise RecordError(path, recno, "text is not valid Unicode (lone surrogate)", field=fields.text)
     t = math.nan
     time_error = None
@@ -199,10 +209,9 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
                 source = src
             elif isinstance(src, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text, not "b'...'"
                 try:
-                    source = bytes(src).decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise RecordError(path, recno, f"source is not valid UTF-8 (byte 0x{src[exc.start]:02x} at "
-                                                   f"offset {exc.start})", field=fields.source) from None
+                    source = decode_utf8(src)
+                except ValueError as exc:
+                    raise RecordError(path, recno, f"source is {exc}", field=fields.source) from None
             else:
                 source = str(src)
     return Checked(rid, key, text, t, source, time_error)

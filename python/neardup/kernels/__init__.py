@@ -275,11 +275,12 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
         text = table.column("text").take(pa.array(idx)).combine_chunks()
         sigs, k_, n_ = _cached(params, "minhash")._signatures_keyed(text, threads=params.threads)
         n_ = np.asarray(n_, np.int64)
-        xkey[idx] = np.where(n_ == 0, np.uint64(0), k_).view(np.int64)  # as exact_keys: 0 without tokens
+        has_tok = n_ > 0
+        xkey[idx] = np.where(has_tok, k_, np.uint64(0)).view(np.int64)  # as exact_keys: 0 without tokens
         ntok[idx] = n_
-        tok = idx[n_ > 0]
+        tok = idx[has_tok]
         if len(tok):
-            keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[n_ > 0]), b, params.rows, threads=params.threads)
+            keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[has_tok]), b, params.rows, threads=params.threads)
     elif len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
         ek = exact_keys(good, params.threads)

@@ -168,6 +168,17 @@ def _problem(e: dict) -> str:
     return e.get("msg")
 
 
+def _bad_document(body: Union[BatchIn, DocumentIn], index: int, field: str | None, reason: str) -> JSONResponse:
+    """422 bad_document: the article at `index` of the request (its place in a batch) was refused
+    for `field`. Texts go out escaped where they hold a lone surrogate (a field's name may be
+    what was wrong)."""
+    where = f"documents[{index}]" if isinstance(body, BatchIn) else "body"
+    field = _utf8(field) if field is not None else None
+    reason = _utf8(reason)
+    return _err(422, "bad_document", f"{where}: {field or 'document'}: {reason}",
+                {"index": index, "field": field, "reason": reason})
+
+
 def _utf8(s: str) -> str:
     """`s` with any lone surrogate written as its escape (a JSON answer must be UTF-8)."""
     return s if s.isascii() else s.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -368,9 +379,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
                 # as a missing time (an add from files keeps the record and warns: docs/index.md)
                 parse_time(d.published_at)
             except ValueError as exc:
-                where = f"documents[{i}]" if isinstance(body, BatchIn) else "body"
-                return _err(422, "bad_document", f"{where}: published_at: {exc}",
-                            {"index": i, "field": "published_at", "reason": str(exc)})
+                return _bad_document(body, i, "published_at", str(exc))
             r["published_at"] = d.published_at
         if d.source is not None:
             r["source"] = d.source
@@ -388,10 +397,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
     except DuplicateIdError as exc:
         return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
     except RecordError as exc:
-        where = f"documents[{exc.line - 1}]" if isinstance(body, BatchIn) else "body"
-        field = _utf8(exc.field) if exc.field is not None else None  # a field's name may be what was wrong
-        return _err(422, "bad_document", f"{where}: {field or 'document'}: {_utf8(exc.reason)}",
-                    {"index": exc.line - 1, "field": field, "reason": _utf8(exc.reason)})
+        return _bad_document(body, exc.line - 1, exc.field, exc.reason)
     except IndexCorruptError as exc:
         return _err(500, "index_corrupt", str(exc))
     # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
