@@ -9,6 +9,7 @@ from neardup.index.errors import (
     IndexCorruptError,
 )
 from neardup.index import counters
+from neardup.index.store import immediate
 
 __all__ = ["Checking"]
 
@@ -43,15 +44,9 @@ class Checking:
         lock."""
         with self._wlock:
             conn = self._writer()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 real = counters.recount(conn)
                 counters.store(conn, real)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
         return real
 
     def _check_files_and_texts(self, conn) -> dict:

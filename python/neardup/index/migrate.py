@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 
 from neardup.index import counters
-from neardup.index.store import WriterLock
+from neardup.index.store import WriterLock, immediate
 
 LEVEL0 = ("CREATE TABLE level0 (doc INTEGER PRIMARY KEY, exact_key INTEGER NOT NULL, "
           "bands BLOB NOT NULL)")
@@ -33,18 +33,12 @@ def _upgrade(directory: str, conn: sqlite3.Connection, old: int, change: Callabl
     lock = WriterLock(directory)
     lock.acquire()
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(conn):
             if conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] != str(old):
                 conn.execute("ROLLBACK")  # another process upgraded it meanwhile
                 return
             change(conn)
             conn.execute("UPDATE meta SET value = ? WHERE key = 'format'", (str(old + 1),))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
     finally:
         lock.release()
 

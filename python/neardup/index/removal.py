@@ -16,7 +16,7 @@ import neardup
 from neardup.index.errors import DocumentNotFoundError
 from neardup.index.segment import Postings, write_segment
 from neardup.index import counters
-from neardup.index.store import State
+from neardup.index.store import State, immediate
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.verify import HashSets, verify_exact
 from neardup.index.plan_steps import nan_if_none
@@ -126,36 +126,31 @@ class Removal:
         if scrub:
             conn.execute("PRAGMA secure_delete = ON")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            for s in range(0, len(dl), 30000):
-                chunk = dl[s : s + 30000]
-                ph = ",".join("?" * len(chunk))
-                conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
-                conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
-                conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
-                conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
-                # a removed text must not be written back into the log by a recovery
-                conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
-            conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
-            conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
-            conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
-            conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
-            conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
-                         (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
-            # the counts (counters.py): each affected cluster was one story; what is left of it
-            # is as many as it split into (none when emptied)
-            after = [u[1] for u in cluster_updates]
-            counts = counters.moved(
-                counters.read(conn), documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
-                stories=sum(1 for z in after if z > 0) - len(affected),
-                clusters=sum(1 for z in after if z >= 2) - sum(1 for c in affected if len(members.get(c, ())) >= 2))
-            gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
-                             **counts)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            with immediate(conn):
+                for s in range(0, len(dl), 30000):
+                    chunk = dl[s : s + 30000]
+                    ph = ",".join("?" * len(chunk))
+                    conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
+                    conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
+                    conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
+                    conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
+                    # a removed text must not be written back into the log by a recovery
+                    conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
+                conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
+                conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
+                conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
+                conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
+                conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
+                             (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
+                # the counts (counters.py): each affected cluster was one story; what is left of it
+                # is as many as it split into (none when emptied)
+                after = [u[1] for u in cluster_updates]
+                counts = counters.moved(
+                    counters.read(conn), documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
+                    stories=sum(1 for z in after if z > 0) - len(affected),
+                    clusters=sum(1 for z in after if z >= 2) - sum(1 for c in affected if len(members.get(c, ())) >= 2))
+                gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
+                                 **counts)
         finally:
             if scrub:  # back to the connection's setting, even when BEGIN itself failed
                 conn.execute("PRAGMA secure_delete = FAST")
@@ -227,8 +222,7 @@ class Removal:
                 new_text = (*new_text, off)
             old_segs = [r[0] for r in conn.execute("SELECT file FROM segments")]
             old_texts = [r[0] for r in conn.execute("SELECT name FROM text_files")]
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(conn):
                 conn.execute("DELETE FROM segments")
                 conn.execute("DELETE FROM level0")
                 conn.execute("DELETE FROM tombstones")
@@ -240,11 +234,6 @@ class Removal:
                     conn.execute("INSERT INTO text_files VALUES (?, ?, ?)", new_text)
                     self._pending.all_synced(conn)  # the new log is fsynced; the old ones go
                 self._bump(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
             self._committed_for_good()
             self._texts.retire(old_texts if new_text is not None else [])
             if new_text is not None:

@@ -14,6 +14,7 @@ The schema is documented in docs/index.md; this module creates and checks it.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sqlite3
@@ -104,6 +105,22 @@ CREATE TABLE batches (
 #: the absorbed one; without it that UPDATE scanned every cluster row, once per merge (8 s of
 #: a 200,000-article day's commit on a 1M index).
 LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",)
+
+
+@contextlib.contextmanager
+def immediate(conn: sqlite3.Connection):
+    """One write transaction: BEGIN IMMEDIATE, COMMIT when the block ends, ROLLBACK (and the
+    error raised again) when it or the COMMIT fails. A block that ends the transaction itself
+    (a ROLLBACK when it finds there is nothing to do) is left ended."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
 
 
 def u2i(x: int) -> int:
