@@ -68,6 +68,18 @@ def test_peak_rss_stays_under_a_tight_limit(corpus):
     assert len(free["clusters"]) > 1000  # the corpus has planted copies: the comparison is not vacuous
 
 
+def test_a_limit_just_over_the_reported_minimum_is_met(corpus):
+    # the least a run needs, as a run reports it (and as the error of a run under too small a
+    # limit says it), is enough: 3% over it, the run completes under the limit
+    kw = dict(batch_size=1024, bands=64, rows=2, collect=True)
+    free, _ = _child(corpus, **kw)
+    loose, _ = _child(corpus, memory_limit=free["hwm"] * 2, **kw)
+    limit = int(loose["memory"]["minimum_bytes"] * 1.03)
+    near, _ = _child(corpus, memory_limit=limit, **kw)
+    assert near["hwm"] <= limit, (near["hwm"], limit, near["memory"]["stage_shares"])
+    assert (near["clusters"], near["pairs"], near["kept"]) == (free["clusters"], free["pairs"], free["kept"])
+
+
 def _one(corpus: str) -> str:
     path = os.path.join(os.path.dirname(corpus), "one.jsonl")
     with open(path, "w") as f:

@@ -9,6 +9,7 @@ import pytest
 import neardup
 from neardup import _core, synth
 from neardup.errors import InvalidParameterError
+from neardup.io import readers
 from neardup.pipeline import memory
 from neardup.pipeline.memory import MemoryLimitError, deep_size, parse_size
 from neardup.pipeline.reread import _held_peak, plan_passes
@@ -31,8 +32,11 @@ def _answer(res):
 def accounting_only(monkeypatch):
     """The memory budget from the accounted tables alone (the process's resident set read as
     0), so that a limit of a few hundred KB drives a small corpus down every
-    spill path; the real resident set is checked in a child process (test_memory_strict)."""
+    spill path; the real resident set is checked in a child process (test_memory_strict).
+    JSONL is read in blocks of 4 KB (lines span blocks), so that the reader's buffer, which
+    the re-reads count, is small too."""
     monkeypatch.setattr(memory, "current_rss", lambda: 0)
+    monkeypatch.setattr(readers, "BLOCK_BYTES", 4096)
 
 
 def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, accounting_only):

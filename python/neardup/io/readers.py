@@ -45,6 +45,16 @@ __all__ = [
 ]
 
 
+#: JSONL is read in blocks of this many bytes (decompressed): the lines of a block are handled
+#: with list operations instead of a generator step each. 1 MiB reads as fast as 4 MiB did
+#: and leaves less behind: freed 4 MiB blocks, taken from the heap once glibc has raised its
+#: mmap threshold past them, stayed resident in pieces (10-30 MB more at the peak of a
+#: 40,000-article run under --memory-limit, varying from run to run; docs/scale.md).
+BLOCK_BYTES = 1 << 20
+#: Parquet records are read this many rows at a time.
+PARQUET_BATCH_ROWS = 8192
+
+
 def format_of(path: str) -> str:
     """'jsonl', 'csv' or 'parquet', from the file name (compression suffixes ignored)."""
     name = path.lower()
@@ -128,6 +138,12 @@ class Source:
 
     bytes_read = 0
 
+    def read_buffer_bytes(self) -> int:
+        """Memory the reader holds while it hands out records, besides the record in hand (a
+        block of lines, a batch of rows): ``--memory-limit`` counts it in a re-read's working
+        memory."""
+        return 0
+
     def close(self) -> None:
         pass
 
@@ -146,19 +162,28 @@ class JsonlSource(Source):
             return None
         return os.path.getsize(self.path)
 
+    def read_buffer_bytes(self) -> int:
+        # when a block is split: the block, its lines as bytes objects, and the previous
+        # block's lines, which the consumer holds until it is handed the new ones (a plain
+        # file smaller than a block is one block of its size)
+        size = self.size_bytes()
+        return 3 * (BLOCK_BYTES if size is None else min(BLOCK_BYTES, size))
+
     def blocks(self) -> Iterator[tuple[int, list[bytes]]]:
-        """(number of the first line, lines) for blocks of about 4 MiB: the lines of a block
-        are handled with list operations instead of one generator step each."""
+        """(number of the first line, lines) for blocks of about :data:`BLOCK_BYTES`."""
         f = _open_binary(self.path)
         recno = 1
         try:
             rest = b""
             while True:
-                block = f.read(1 << 22)
+                block = f.read(BLOCK_BYTES)
                 if not block:
                     break
                 self.bytes_read += len(block)
-                lines = (rest + block).split(b"\n") if rest else block.split(b"\n")
+                lines = block.split(b"\n")
+                del block  # (not joined to `rest` first: that copy was a fourth block in memory)
+                if rest:
+                    lines[0] = rest + lines[0]
                 rest = lines.pop()
                 if lines:
                     yield recno, lines
@@ -270,13 +295,21 @@ class ParquetSource(Source):
             raise InputFileError(f"{path}: not a readable Parquet file: {exc}") from exc
         self.columns = list(self._file.schema_arrow.names)
 
+    def read_buffer_bytes(self) -> int:
+        # a batch of rows decoded by Arrow, and the same rows as Python objects (about twice
+        # their bytes), from the widest row group's uncompressed bytes per row
+        md = self._file.metadata
+        per_row = max((md.row_group(i).total_byte_size / max(md.row_group(i).num_rows, 1)
+                       for i in range(md.num_row_groups)), default=0.0)
+        return int(3 * per_row * PARQUET_BATCH_ROWS)
+
     def records(
         self, wanted: np.ndarray | None = None, columns: list[str] | None = None
     ) -> Iterator[tuple[int, Any]]:
         cols = None if columns is None else [c for c in columns if c in self.columns]
         recno = 0
         try:
-            for batch in self._file.iter_batches(batch_size=8192, columns=cols):
+            for batch in self._file.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=cols):
                 n = batch.num_rows
                 if wanted is not None:
                     sl = wanted[recno + 1 : recno + 1 + n]

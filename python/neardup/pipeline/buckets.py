@@ -59,7 +59,8 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
     found_e: list[np.ndarray] = []
     found_s: list[np.ndarray] = []
     info["documents"] = int(len(np.unique(lb.members)))
-    for ks in _groups(lb, ntok, opts, mem, n):
+    read_bytes = max((s.read_buffer_bytes() for s in sources), default=0) if sigs_of is None else 0
+    for ks in _groups(lb, ntok, opts, mem, n, read_bytes):
         info["groups"] += 1
         # components so far (verified pairs of small buckets and earlier groups' edges)
         so_far = np.concatenate([np.asarray(near, np.int64).reshape(-1, 2)] + found_e)
@@ -93,17 +94,19 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
     return pairs, sims, info
 
 
-def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, n: int) -> list[list[int]]:
+def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, n: int,
+            read_bytes: int = 0) -> list[list[int]]:
     """Consecutive runs of buckets whose documents' sets (held twice while they are joined into
-    one array) fit in what the memory limit leaves; one group when there is no limit."""
+    one array) fit in what the memory limit leaves, besides `read_bytes` that the input's
+    reader holds while it re-reads them; one group when there is no limit."""
     k = len(lb)
     if not mem.limited or ntok is None:
         return [list(range(k))]
     per_doc = 2 * set_bytes_estimate(ntok, opts.k) + 16  # the sets, and the local tables
     need = [int(per_doc[lb.members[lb.offsets[i] : lb.offsets[i + 1]]].sum()) for i in range(k)]
     # reserved: the clusters stage, and the components recomputed before each group (16 a document)
-    free = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need),
-                     "the shingle sets of its largest bucket")
+    free = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need) + read_bytes,
+                     "the shingle sets of its largest bucket and the input's read buffer") - read_bytes
     groups: list[list[int]] = [[]]
     used = 0
     for i in range(k):

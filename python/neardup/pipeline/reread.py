@@ -26,16 +26,17 @@ SET_OVERHEAD = 160
 PAIR_BYTES = 96
 
 
-def working_bytes(ntok: np.ndarray, pairs: int, batch_size: int, k: int) -> int:
-    """What a re-read needs besides the held sets: its pair arrays, and one batch of records
-    (the parsed record and text, about 4 bytes a token as UTF-8 and more as Python objects)
-    with their shingle sets; from the largest documents, so a batch of them still fits."""
+def working_bytes(ntok: np.ndarray, pairs: int, batch_size: int, k: int, read_bytes: int = 0) -> int:
+    """What a re-read needs besides the held sets: its pair arrays, the input reader's buffer
+    (`read_bytes`: ``Source.read_buffer_bytes``), and one batch of records (the parsed record
+    and text, about 4 bytes a token as UTF-8 and more as Python objects) with their shingle
+    sets; from the largest documents, so a batch of them still fits."""
     if len(ntok) == 0:
-        return PAIR_BYTES * pairs
+        return PAIR_BYTES * pairs + read_bytes
     m = min(len(ntok), batch_size)
     big = np.partition(ntok, len(ntok) - m)[-m:]
     per_doc = 24 * big.astype(np.int64) + 8 * np.maximum(big.astype(np.int64) - k + 1, 1) + 1024
-    return int(PAIR_BYTES * pairs + per_doc.sum())
+    return int(PAIR_BYTES * pairs + per_doc.sum()) + read_bytes
 
 
 @dataclass

@@ -382,7 +382,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         if opts.verify == "exact":
             vbar = _progress(opts.progress, "verify: re-read candidates", total=len(np.unique(cand_docs)))
             sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
-                                         budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n),
+                                         budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n, sources),
                                          size=set_size, progress=vbar)
             if vbar is not None:
                 vbar.close()
@@ -601,16 +601,18 @@ def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
 
 
 def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.ndarray, opts: DedupOptions,
-                   n_later: int) -> int | None:
+                   n_later: int, sources: list[Source]) -> int | None:
     """Bytes the held shingle sets of a re-read may take: what is free now, less the re-read's
-    own working memory and what the clusters stage will need (`n_later` documents)."""
+    own working memory (the inputs' read buffers among it: one input is read at a time) and
+    what the clusters stage will need (`n_later` documents)."""
     if not mem.limited:
         return None
     wanted = np.unique(pairs)
-    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k)
+    read_bytes = max((s.read_buffer_bytes() for s in sources), default=0)
+    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_bytes)
     biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
     free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
-                     "one batch of re-read records, its pairs and the largest shingle set")
+                     "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")
     return free - work
 
 
@@ -633,7 +635,7 @@ def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, 
     if len(rest):
         vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(np.unique(pr[rest])))
         sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, opts,
-                                 budget=_reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0),
+                                 budget=_reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0, sources),
                                  size=set_size, progress=vbar)
         if vbar is not None:
             vbar.close()
