@@ -143,7 +143,7 @@ def test_other_sources_and_blocks(tmp_path):
     blocks = list(checked_blocks(recs, Fields(), 1000))
     assert [len(d) for d, _ in blocks] == [8192, 808]
     assert [c.key for d, _ in blocks for c in d] == [f"r{i}" for i in range(9000)]
-    # a JSONL file of several 4 MiB blocks: every record once, in order
+    # a JSONL file of several blocks (readers.BLOCK_BYTES): every record once, in order
     p = tmp_path / "big.jsonl"
     with open(p, "w") as f:
         for i in range(6000):
@@ -196,3 +196,31 @@ def test_read_and_sign_over_blocks(tmp_path, monkeypatch):
     assert [c.key for c in docs] == ids
     assert sorted(twice) == [f"d{i}" for i in range(10)] and set(present) == {"d3"}
     assert [c for ch in chunks for c in ch] == docs
+
+
+def test_binary_parquet_columns_are_stored_as_text(tmp_path):
+    # a Parquet file whose strings are binary columns: the title, text and source are stored as
+    # their UTF-8 text (the title's length in characters, not bytes), another binary field as
+    # base64 among the document's fields (not the Python form "b'...'")
+    import base64
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.index import Index
+
+    path = tmp_path / "b.parquet"
+    b = lambda xs: pa.array([x.encode() if isinstance(x, str) else x for x in xs], pa.binary())  # noqa: E731
+    pq.write_table(pa.table({"id": b(["é1", "a2"]), "title": b(["Café", "Rain"]),
+                             "text": b(["le café du coin ferme après quarante ans", "heavy rain on the coast today"]),
+                             "source": b(["agence", "wire"]), "blob": b([b"\xff\x00", b"ok"])}), path)
+    with Index.create(tmp_path / "ix") as ix:
+        ix.add(str(path), fields=Fields(title="title"))
+        d = ix.get_document("é1")
+        assert (d["title"], d["text"], d["source"]) == ("Café", "le café du coin ferme après quarante ans", "agence")
+        assert base64.b64decode(d["fields"]["blob"]) == b"\xff\x00"
+        bad = tmp_path / "bad.parquet"
+        pq.write_table(pa.table({"id": ["c3"], "text": b([b"caf\xe9 au lait"])}), bad)
+        with pytest.raises(RecordError, match="text is not valid UTF-8 \\(byte 0xe9 at offset 3\\)"):
+            ix.add(str(bad))
+        assert ix.totals()["documents"] == 2

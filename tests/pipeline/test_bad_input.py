@@ -287,3 +287,39 @@ def test_a_binary_source_is_its_utf8_text(tmp_path):
     pq.write_table(pa.table({"id": ["a"], "text": [text], "source": pa.array([b"\xffbad"], pa.binary())}), path)
     with pytest.raises(RecordError, match="source is not valid UTF-8 \\(byte 0xff at offset 0\\)"):
         neardup.dedup(str(path), None)
+
+
+def test_binary_id_text_and_title_are_their_utf8_text(tmp_path):
+    # text written as Parquet binary (tools that do not mark strings as UTF-8) is read as the
+    # same text: the same answer as the string columns; other binary fields are kept and
+    # written to JSON as base64 (as Spark's and Arrow's JSON writers do)
+    import base64
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.io.errors import RecordError
+
+    texts = ["heavy rain over the coast for three days, the weather office said on sunday",
+             "heavy rain over the coast for three days, the weather office said on monday",
+             "le café du coin ferme ses portes après quarante ans de service"]
+    ids, titles, blobs = ["a", "b", "é"], ["Rain", "Rain", "Café"], [b"\x00\x01", b"ok", b"\xff"]
+    as_str = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"id": ids, "title": titles, "text": texts}), as_str)
+    as_bin = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": pa.array([i.encode() for i in ids], pa.binary()),
+                             "title": pa.array([t.encode() for t in titles], pa.binary()),
+                             "text": pa.array([t.encode() for t in texts], pa.binary()),
+                             "blob": pa.array(blobs, pa.binary())}), as_bin)
+    kw = dict(title_field="title", k=3, threshold=0.5)
+    want = neardup.dedup(str(as_str), None, **kw)
+    got = neardup.dedup(str(as_bin), tmp_path / "out", **kw)
+    assert (got.clusters, got.pairs, got.kept) == (want.clusters, want.pairs, want.kept)
+    assert got.kept == ["a", "é"] and got.clusters[0]["members"][0]["id"] == "b"
+    kept = [json.loads(x) for x in (tmp_path / "out" / "kept.jsonl").read_text().splitlines()]
+    assert [base64.b64decode(r["blob"]) for r in kept] == [blobs[0], blobs[2]]
+    assert [base64.b64decode(r["text"]).decode() for r in kept] == [texts[0], texts[2]]
+    pq.write_table(pa.table({"id": ["a"], "text": pa.array([b"caf\xe9 au lait"], pa.binary())}), as_bin)
+    with pytest.raises(RecordError, match="text is not valid UTF-8 \\(byte 0xe9 at offset 3\\)"):
+        neardup.dedup(str(as_bin), None)

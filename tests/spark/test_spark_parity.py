@@ -124,6 +124,34 @@ def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
     assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
 
 
+def test_binary_parquet_columns_like_the_local_engine(spark, tmp_path):
+    # id, title, text and source as Parquet binary: read as their UTF-8 text by both engines (a
+    # record whose text is not UTF-8 skipped by both, with the same reason); kept.jsonl writes
+    # the binary columns as base64 in both (Spark's JSON writer, the local engine's dumps)
+    import pyarrow as pa
+
+    from neardup.engines.spark import dedup_spark
+
+    docs = make_corpus(originals=40, copies=20, words=40, seed=8)
+    b = lambda xs: pa.array([x.encode() for x in xs], pa.binary())  # noqa: E731
+    texts = [d["text"].encode() for d in docs]
+    texts[5] = b"caf\xe9 au lait and more words"  # Latin-1, not UTF-8
+    path = tmp_path / "bin.parquet"
+    pq.write_table(pa.table({"id": b([d["id"] for d in docs]), "title": b([f"t{i % 3}" for i in range(len(docs))]),
+                             "text": pa.array(texts, pa.binary()), "source": b([d["source"] for d in docs])}),
+                   path, row_group_size=16)
+    kw = dict(on_error="skip", title_field="title", prefer_source=["agency"])
+    local = neardup.dedup(str(path), tmp_path / "local", **kw)
+    sp = dedup_spark(spark, str(path), tmp_path / "spark", collect=True, **kw)
+    assert local.report["skipped"] == 1 and "text is not valid UTF-8" in local.report["skipped_records"][0]["reason"]
+    assert local.report["near_copies_removed"] >= 3  # (the comparison is not vacuous)
+    assert_same(local, sp)
+    kdir = tmp_path / "spark" / "kept.jsonl"
+    kept = [json.loads(x) for n in sorted(os.listdir(kdir)) if n.startswith("part-")
+            for x in (kdir / n).read_text().splitlines()]
+    assert kept == [json.loads(x) for x in (tmp_path / "local" / "kept.jsonl").read_text().splitlines()]
+
+
 def test_what_the_spark_engine_does_not_read(spark):
     from neardup.engines.spark import dedup_spark
     from neardup.io.errors import InputFileError

@@ -30,7 +30,8 @@ import orjson
 from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, irregular_line, open_sources
-from neardup.io.records import Checked, Fields, Limits, check_record, is_valid_unicode
+from neardup.io.records import Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
+from neardup.io.writers import json_default
 from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.simhash import block_keys
@@ -100,6 +101,8 @@ def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path:
         # (dedup only compares sources; the index stores them)
         raise RecordError(path, recno, "source is not valid Unicode (lone surrogate)", field=fields.source)
     title = rec.get(fields.title) if fields.title else None
+    if isinstance(title, (bytes, bytearray)):  # (check_record has found it UTF-8)
+        title = decode_utf8(title)
     try:
         return _extra_json(ex) if ex else None, len(title) if title else None
     except UnicodeEncodeError:
@@ -110,7 +113,7 @@ def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path:
 def _encodable(v) -> bool:
     """`v` (a field name or a JSON value) as UTF-8 JSON: no lone surrogate in it."""
     try:
-        json.dumps(v, ensure_ascii=False, default=str).encode("utf-8")
+        json.dumps(v, ensure_ascii=False, default=json_default).encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
@@ -184,9 +187,9 @@ def _extra_json(ex: dict) -> str:
     json module; NaN becomes null), the json module for what orjson refuses (integers past 64
     bits)."""
     try:
-        return orjson.dumps(ex, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(ex, default=json_default, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:  # (a lone surrogate too: the encode below raises UnicodeEncodeError for it)
-        out = json.dumps(ex, ensure_ascii=False, default=str)
+        out = json.dumps(ex, ensure_ascii=False, default=json_default)
         out.encode("utf-8")
         return out
 

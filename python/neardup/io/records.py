@@ -148,10 +148,22 @@ def is_valid_unicode(s: str) -> bool:
 _MISSING = object()
 
 
+def _text_of_bytes(data: bytes, what: str, field: str | None, path: str, recno: int) -> str:
+    """A field given as bytes (a Parquet or Arrow binary column; text written by tools that
+    do not mark their strings as UTF-8) is its UTF-8 text; bytes that are not UTF-8 are the
+    record's error, naming the first bad byte."""
+    try:
+        return decode_utf8(data)
+    except ValueError as exc:
+        raise RecordError(path, recno, f"{what} is {exc}", field=field) from None
+
+
 def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: int) -> Checked:
     """Validate one parsed record; raise :class:`RecordError` naming file, line and field."""
     get = rec.get
     rid = get(fields.id)
+    if isinstance(rid, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text
+        rid = _text_of_bytes(rid, "id", fields.id, path, recno)
     tid = type(rid)
     if tid is str:
         key = rid
@@ -166,6 +178,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
     else:
         raise RecordError(path, recno, f"id must be a string or an integer, got {tid.__name__}", field=fields.id)
     text = get(fields.text, _MISSING)
+    if isinstance(text, (bytes, bytearray)):
+        text = _text_of_bytes(text, "text", fields.text, path, recno)
     if type(text) is not str:
         if text is _MISSING:
             raise RecordError(path, recno, "missing text", field=fields.text)
@@ -173,6 +187,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         raise RecordError(path, recno, f"text must be a string, got {got}", field=fields.text)
     if fields.title is not None:
         title = get(fields.title)
+        if isinstance(title, (bytes, bytearray)):
+            title = _text_of_bytes(title, "title", fields.title, path, recno)
         if title is not None and type(title) is not str:
             raise RecordError(path, recno, f"title must be a string, got {type(title).__name__}", field=fields.title)
         if title and not title.isascii() and not is_valid_unicode(title):
@@ -207,11 +223,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         if src is not None:
             if type(src) is str:
                 source = src
-            elif isinstance(src, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text, not "b'...'"
-                try:
-                    source = decode_utf8(src)
-                except ValueError as exc:
-                    raise RecordError(path, recno, f"source is {exc}", field=fields.source) from None
+            elif isinstance(src, (bytes, bytearray)):  # its UTF-8 text, not the Python form "b'...'"
+                source = _text_of_bytes(src, "source", fields.source, path, recno)
             else:
                 source = str(src)
     return Checked(rid, key, text, t, source, time_error)

@@ -5,6 +5,7 @@ the old file (if any) or the complete new one is there.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -14,7 +15,7 @@ from typing import IO
 
 from neardup.io.errors import OutputError
 
-__all__ = ["atomic_open", "dumps", "write_jsonl"]
+__all__ = ["atomic_open", "dumps", "json_default", "write_jsonl"]
 
 try:
     import orjson as _orjson
@@ -22,15 +23,23 @@ except ImportError:  # pragma: no cover
     _orjson = None
 
 
+def json_default(v):
+    """JSON for a value JSON has no type for: bytes (a Parquet binary column) as base64, as
+    Spark's and Arrow's JSON writers give them (lossless, and the Spark engine's kept.jsonl is
+    the local engine's); anything else (Decimal, dates from Parquet, ...) as ``str``."""
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return base64.b64encode(v).decode("ascii")
+    return str(v)
+
+
 def dumps(obj) -> str:
     """One compact JSON line (UTF-8 kept as is, not \\u-escaped)."""
     if _orjson is not None:
         try:
-            return _orjson.dumps(obj).decode("utf-8")
+            return _orjson.dumps(obj, default=json_default).decode("utf-8")
         except TypeError:
             pass  # e.g. an int over 64 bits: the standard library copes
-    # values JSON has no type for (bytes, Decimal from Parquet, ...) are written as strings
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
 def ensure_output_dir(outdir: str) -> None:

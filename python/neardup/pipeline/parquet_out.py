@@ -34,6 +34,8 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from neardup.io.writers import json_default
+
 __all__ = ["BLOCK", "ParquetRecords", "table_of", "write_kept"]
 
 #: Records per block handed to :class:`ParquetRecords` by :func:`write_kept`.
@@ -43,7 +45,7 @@ BLOCK = 8192
 def _json_text(v) -> str | None:
     if v is None or isinstance(v, str):
         return v
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
 def _writable(t: pa.DataType) -> bool:
