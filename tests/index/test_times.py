@@ -57,3 +57,13 @@ def test_cli_add_warns_of_unreadable_times(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert json.loads(out)["unreadable_times"] == 2
     assert "warning: 2 times could not be read" in err and "'a': cannot parse 'yesterday'" in err
+
+
+@pytest.mark.parametrize("value", [1e13, -1e300, 2**70, 253402300800])
+def test_a_number_past_the_years_of_dates_is_unreadable(tmp_path, value):
+    # the JSONL reader's own check of numeric times (index/intake.py) agrees with parse_time
+    recs = [{"id": "n", "text": "a story about something else entirely, the harbour at night", "published_at": value}]
+    with Index.create(tmp_path / "ix") as ix:
+        vs = ix.add([h.write_jsonl(tmp_path / "in.jsonl", recs)])
+        assert [i for i, _ in vs.unreadable_times] == ["n"] and "out of the range of times" in vs.unreadable_times[0][1]
+        assert ix.get_document("n")["published_at"] is None

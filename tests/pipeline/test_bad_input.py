@@ -212,7 +212,10 @@ def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
 
 
 @pytest.mark.parametrize("value", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00",
-                                   "Fri, 31 Dec 9999 23:59:59 -0500", 10**400, -(10**400)])
+                                   "Fri, 31 Dec 9999 23:59:59 -0500", 10**400, -(10**400),
+                                   # numbers past the years a date can have (were taken as times:
+                                   # the service's page then failed to show the story)
+                                   10**13, -1e300, 2**70, 253402300800, "253402300800"])
 def test_time_out_of_range_is_an_unreadable_time_not_a_crash(tmp_path, value):
     # a date that exists but leaves datetime's years once its offset is applied, or an integer
     # past a float's range, raised OverflowError from the record check (exit 1, a traceback)
@@ -225,6 +228,20 @@ def test_time_out_of_range_is_an_unreadable_time_not_a_crash(tmp_path, value):
     assert res.report["documents"] == 3 and res.report["unreadable_times"] == 1
     (bad,) = res.report["unreadable_time_records"]
     assert bad["line"] == 1 and "out of the range of times" in bad["reason"] and len(bad["reason"]) < 120
+
+
+def test_epoch_seconds_written_as_text_are_a_time(tmp_path):
+    # every field of a CSV is text: a column of epoch seconds was an unreadable time in every
+    # record ("cannot parse '1793073600'"), so the keeper rule ignored it
+    from neardup.io.records import parse_time
+
+    assert parse_time("1793073600") == 1793073600.0 and parse_time(" -5.25 ") == -5.25
+    assert parse_time("20261201") == parse_time("2026-12-01")  # eight digits: ISO 8601's basic date first
+    text = "heavy rain over the coast for three days and the weather office said on sunday"
+    path = tmp_path / "in.csv"
+    path.write_text(f"id,text,published_at\nlate,{text},1793077200\nearly,{text},1793073600\n")
+    res = neardup.dedup(str(path), None)
+    assert res.report["unreadable_times"] == 0 and res.clusters[0]["keeper"] == "early"
 
 def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     import sys

@@ -104,7 +104,7 @@ def test_bad_input_gets_4xx_json(client, rain):
         assert e["message"].startswith("body: published_at") or "published_at" in e["message"], e
     e = _error(post(json={"id": "t", "text": "some words here", "published_at": "yesterday"}), 422, "bad_document")
     assert e["details"] == {"index": 0, "field": "published_at",
-                            "reason": "cannot parse 'yesterday' as a time (use ISO 8601 or epoch seconds)"}
+                            "reason": "cannot parse 'yesterday' as a time (use ISO 8601, RFC 2822 or epoch seconds)"}
     e = _error(post(json={"documents": [{"id": "t1", "text": "fine words"},
                                         {"id": "t2", "text": "more words", "published_at": "9999-12-31T23:59:59-05:00"}]}),
                422, "bad_document")

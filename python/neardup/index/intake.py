@@ -30,7 +30,7 @@ import orjson
 from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import JsonlSource, irregular_line, open_sources
-from neardup.io.records import Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
+from neardup.io.records import TIME_MAX, TIME_MIN, Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
 from neardup.io.writers import json_default
 from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.signer import Signer, exact_keys
@@ -121,8 +121,6 @@ def _encodable(v) -> bool:
 
 _new = tuple.__new__  # makes a Checked without the Python-level __new__ of a NamedTuple
 _NAN = math.nan
-#: an int time below this in magnitude is a finite float: float(v) is all check_record does with it
-_INT_TIME = 1 << 62
 
 
 def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
@@ -164,9 +162,9 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
             tv = type(v)
             if v is None:
                 t = _NAN
-            elif tv is int and -_INT_TIME < v < _INT_TIME:
+            elif tv is int and TIME_MIN <= v <= TIME_MAX:
                 t = float(v)
-            elif tv is float and v - v == 0.0:  # finite (inf - inf and nan - nan are nan)
+            elif tv is float and TIME_MIN <= v <= TIME_MAX:  # (finite: NaN compares false)
                 t = v
             else:
                 t = None  # a string, or anything else: check_record parses or rejects it

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple
@@ -50,6 +51,12 @@ _FORMATS = (
 
 
 _EPOCH = datetime(1970, 1, 1)
+#: The times a record may have, in seconds since the epoch: 0001-01-01T00:00:00Z to
+#: 9999-12-31T23:59:59Z, what a date can be written as (the service's page, JSON readers).
+TIME_MIN = (datetime(1, 1, 1) - _EPOCH).total_seconds()
+TIME_MAX = (datetime(9999, 12, 31, 23, 59, 59) - _EPOCH).total_seconds()
+#: Epoch seconds written as text: digits with an optional sign and fraction (not "1e9").
+_EPOCH_TEXT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?")
 _cache: dict[str, float] = {}
 
 
@@ -81,6 +88,8 @@ def _parse_time(value) -> float:
             raise ValueError(f"{_short(value)} is out of the range of times") from None
         if not math.isfinite(t):
             raise ValueError(f"{value!r} is not a time")
+        if not TIME_MIN <= t <= TIME_MAX:  # as a string of such a time is (years 1 to 9999)
+            raise ValueError(f"{_short(value)} is out of the range of times (years 1 to 9999)")
         return t
     if isinstance(value, datetime):
         dt = value
@@ -98,6 +107,10 @@ def _parse_time(value) -> float:
                     break
                 except ValueError:
                     continue
+            if dt is None and _EPOCH_TEXT.fullmatch(s):
+                # epoch seconds as text (a CSV field, a quoted JSON number); after ISO 8601,
+                # which reads eight digits as a date (20261201)
+                return _parse_time(float(s))
             if dt is None:
                 try:
                     # imported here: email.utils costs every command's start-up ~15 ms, and
@@ -108,15 +121,18 @@ def _parse_time(value) -> float:
                 except (TypeError, ValueError, IndexError, OverflowError):
                     dt = None
         if dt is None:
-            raise ValueError(f"cannot parse {_short(value)} as a time (use ISO 8601 or epoch seconds)")
+            raise ValueError(f"cannot parse {_short(value)} as a time (use ISO 8601, RFC 2822 or epoch seconds)")
     else:
         raise ValueError(f"expected a string or a number, got {type(value).__name__}")
     if dt.tzinfo is None:  # naive: taken as UTC
         return (dt - _EPOCH).total_seconds()
     try:
-        return dt.astimezone(timezone.utc).timestamp()
+        t = dt.astimezone(timezone.utc).timestamp()
     except OverflowError:  # year 1 or 9999 with an offset that moves it out of datetime's years
-        raise ValueError(f"{_short(value)} is out of the range of times") from None
+        raise ValueError(f"{_short(value)} is out of the range of times (years 1 to 9999)") from None
+    if not TIME_MIN <= t <= TIME_MAX:  # (an offset can move year 1 or 9999 past the ends without an error)
+        raise ValueError(f"{_short(value)} is out of the range of times (years 1 to 9999)")
+    return t
 
 
 def _short(value, limit: int = 60) -> str:
