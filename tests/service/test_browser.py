@@ -50,6 +50,15 @@ def test_page_shows_clusters_side_by_side(server, rain):
             assert "alternate" in alt.inner_text() and "J=0.8" in alt.inner_text()
             page.click("#back")
             page.wait_for_selector(".card")
+            # the story's articles removed after the list was loaded: its card says so (it threw
+            # "Cannot read properties of undefined" before)
+            with httpx.Client(base_url=server.url, timeout=30) as c:
+                for d in rain:
+                    c.delete(f"/v1/documents/{d['id']}")
+            cards.first.click()
+            page.wait_for_selector("#detail p.empty")
+            assert "its articles have been removed" in page.locator("#detail").inner_text()
+            page.click("#back")
             assert errors == []
         finally:
             browser.close()

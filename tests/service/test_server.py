@@ -96,9 +96,28 @@ def test_real_server_writer_in_its_own_process_survives_its_death(server, rain):
         tm = c.get("/v1/stats").json()["service"]["timings"]
         assert tm["post"]["count"] == 1 and "group" not in tm
         time.sleep(1.0)
-        assert c.get("/v1/health").json()["writer"]["pid"] in (w["pid"], None)
+        h = c.get("/v1/health").json()  # the dead writer said, not reported as fine
+        assert h["writer"]["pid"] in (w["pid"], None) and h["writer"]["alive"] is False and h["status"] == "degraded"
         r = c.post("/v1/documents", json={"documents": rain[3:]})  # a new writer process
         assert r.status_code == 200, r.text
-        assert c.get("/v1/health").json()["writer"]["pid"] not in (w["pid"], None)
+        h = c.get("/v1/health").json()
+        assert h["writer"]["pid"] not in (w["pid"], None) and h["writer"]["alive"] is True and h["status"] == "ok"
         assert c.get("/v1/stats").json()["documents"] == len(rain)
         assert c.post("/v1/documents", json=rain[0]).status_code == 409
+
+
+def test_a_taken_port_is_said_before_the_index_is_opened(index_dir):
+    # uvicorn's own bind failure exited with its code 3, neardup's "bad record"
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--host", "127.0.0.1",
+                            "--port", str(port)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 10, p.stderr
+    assert f"neardup serve: cannot listen on 127.0.0.1:{port}: Address already in use" in p.stderr
+    assert "Traceback" not in p.stderr

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from neardup.cli import (EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_RECORD, EXIT_USAGE,
                          exit_for)
 
-EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND = 6, 7, 8, 9
+EXIT_LOCKED, EXIT_CORRUPT, EXIT_CONFIG, EXIT_NOT_FOUND, EXIT_LISTEN = 6, 7, 8, 9, 10
 
 
 def _fields_args(p: argparse.ArgumentParser) -> None:
@@ -231,6 +231,7 @@ def run(a: argparse.Namespace) -> int:
         return exit_for(exc, name, [
             (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup {prog}: interrupted"),
             (IndexLockedError, EXIT_LOCKED, "neardup {prog}: {exc}"),
+            (_listen_error(), EXIT_LISTEN, "neardup {prog}: {exc}"),
             (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
             (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
             ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
@@ -467,6 +468,17 @@ def _check(a) -> int:
         r = idx.check()
     print(f"index is sound: SQLite {r['sqlite']}, {r['segments']} segment(s), {r['texts']:,} texts checked")
     return EXIT_OK
+
+
+def _listen_error() -> type:
+    """serve's ListenError when the service module is loaded (only `serve` raises it: the other
+    commands do not import FastAPI for it)."""
+    mod = sys.modules.get("neardup.service.app")
+    return mod.ListenError if mod is not None else _Never
+
+
+class _Never(Exception):
+    pass
 
 
 def _serve(a) -> int:

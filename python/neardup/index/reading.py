@@ -84,6 +84,18 @@ class Reading:
             out["text"] = t
         return out
 
+    def typed_ids(self, ids: list[str]) -> dict[str, Any]:
+        """{id as a string: the id as it was given (an integer where it was one)} for the ids of
+        `ids` the index holds."""
+        conn = self._conn()
+        out: dict[str, Any] = {}
+        for s in range(0, len(ids), 30000):
+            chunk = [str(i) for i in ids[s : s + 30000]]
+            for i, ii in conn.execute(f"SELECT id, id_int FROM documents WHERE id IN ({','.join('?' * len(chunk))})",
+                                      chunk):
+                out[i] = int(i) if ii else i
+        return out
+
     def get_cluster(self, cluster: int, *, texts: bool = False) -> dict:
         conn = self._conn()
         return self._fresh_read(conn, lambda: self._get_cluster(conn, cluster, texts))
@@ -97,6 +109,8 @@ class Reading:
                 raise DocumentNotFoundError(f"no cluster {cluster}")
             if r[5] is not None:
                 return {"cluster": r[0], "merged_into": r[5], "size": 0, "keeper": None, "members": []}
+            if r[2] == 0:  # every member removed (a cluster number is never reused)
+                raise DocumentNotFoundError(f"cluster {cluster} has no members any more (all were removed)")
             rows = conn.execute("SELECT doc, id, id_int, published_at, source, similarity, match, extra FROM documents "
                                 "WHERE cluster = ? ORDER BY doc", (r[0],)).fetchall()
             tx = self._texts_of(conn, [x[0] for x in rows]) if texts and self.config.store_text else {}

@@ -22,9 +22,10 @@ from fastapi import Path as FPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from neardup.errors import InvalidParameterError
+from neardup.errors import InvalidParameterError, NeardupError
 from neardup.index import Index
 from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
 from neardup.io.errors import RecordError
@@ -35,13 +36,17 @@ from neardup.service.timings import Timings
 from neardup.service.worker import WriterGoneError, WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
-__all__ = ["create_app", "serve"]
+__all__ = ["create_app", "serve", "ListenError"]
 
 
 # ---------------------------------------------------------------------------- models
 # "Has a character that is not white space" as Python's str.strip() sees white space, which is
 # how the pipeline's record check decides that a text or an id is empty.
 NOT_BLANK = "[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+#: A cluster number in a URL: digits only (int() would read "1_0" as 10, " 1" and "+1" as 1).
+CLUSTER_NUMBER = "^[0-9]{1,18}$"
+
+
 class DocumentIn(BaseModel):
     """One article."""
 
@@ -146,7 +151,8 @@ class DocumentOut(BaseModel):
     is_keeper: bool
     similarity_to_keeper: float | None
     match: str | None
-    closest: str | None
+    closest: Union[str, int, None] = Field(description="the closest earlier article when it was added (its id as "
+                                                       "it was given, while it is in the index)")
     closest_similarity: float | None
     fields: dict[str, Any]
     title: str | None = None
@@ -164,8 +170,48 @@ def _err(status: int, code: str, message: str, details: Any = None) -> JSONRespo
 def _problem(e: dict) -> str:
     """A validation error's message; NOT_BLANK's regular expression is said in words."""
     if e.get("type") == "string_pattern_mismatch":
+        if (e.get("ctx") or {}).get("pattern") == CLUSTER_NUMBER:
+            return "must be a cluster number (digits only)"
         return "must not be empty or only white space"
     return e.get("msg")
+
+
+#: The members of a union field as pydantic names them in an error's location (``id`` is a
+#: string or an integer, ``published_at`` a string or a number): not the client's business.
+_UNION_TAGS = {"constrained-str", "str", "int", "float"}
+_UNION_PROBLEMS = {"id": "must be a string (not empty or only white space) or an integer",
+                   "published_at": "must be a string (ISO 8601, RFC 2822, epoch seconds) or a number (epoch seconds)"}
+
+
+def _field_loc(loc: tuple) -> tuple:
+    """An error's location without a union member's tag at its end."""
+    return loc[:-1] if len(loc) > 1 and loc[-1] in _UNION_TAGS and loc[-2] in _UNION_PROBLEMS else loc
+
+
+def _union_problem(e: dict) -> str:
+    loc = e.get("loc", ())
+    if len(loc) > 1 and loc[-1] in _UNION_TAGS and loc[-2] in _UNION_PROBLEMS:
+        if e.get("type") == "string_pattern_mismatch":
+            return _problem(e)
+        return _UNION_PROBLEMS[loc[-2]]
+    return _problem(e)
+
+
+async def _unreadable_body(request: Request) -> JSONResponse:
+    """FastAPI's "There was an error parsing the body" (400), said precisely: a compressed body,
+    bytes that are not UTF-8, JSON nested past what the parser can read."""
+    enc = request.headers.get("content-encoding", "identity").strip().lower()
+    if enc not in ("", "identity"):
+        return _err(415, "unsupported_media_type", f"Content-Encoding {enc!r} is not supported: send the body "
+                    "uncompressed")
+    body = await request.body()
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _err(400, "invalid_json", f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset "
+                    f"{exc.start})")
+    return _err(400, "invalid_json", f"the body is not valid JSON: nested too deeply to read, or unreadable "
+                f"({len(body):,} bytes)")
 
 
 def _bad_document(body: Union[BatchIn, DocumentIn], index: int, field: str | None, reason: str) -> JSONResponse:
@@ -194,6 +240,56 @@ def _json_kind(v) -> str:
 
 def _finite(x):
     return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+#: An id's bytes (UTF-8) at most: GET and DELETE name it in the URL, percent-encoded (up to three
+#: times longer), and the HTTP parser refuses a request line past a few tens of KB.
+MAX_ID_BYTES = 4096
+#: `fields` nested at most this deep (objects and arrays): a value is kept as JSON, read back by
+#: GET and the page; a deeper one failed there (and past ~480 levels on its way to the writer).
+MAX_FIELDS_DEPTH = 64
+#: What `fields` must not name: the article's own fields, given at the top level (a `source` in
+#: `fields` was taken as the source, a `published_at` there escaped the time check, an `id` or
+#: a `text` there was dropped without a word).
+RESERVED_FIELDS = ("id", "text", "title", "published_at", "source")
+
+
+def _depth(v, room: int) -> bool:
+    """`v` has no container more than `room` levels below it."""
+    if isinstance(v, dict):
+        v = v.values()
+    elif not isinstance(v, list):
+        return True
+    return room > 0 and all(_depth(x, room - 1) for x in v)
+
+
+def _document_problem(d: "DocumentIn") -> tuple[str, str] | None:
+    """(field, reason) for what the models cannot say of an article, or None."""
+    if len(d.id.encode("utf-8", "surrogatepass") if isinstance(d.id, str) else b"") > MAX_ID_BYTES:
+        return "id", f"an id of more than {MAX_ID_BYTES:,} bytes (UTF-8) cannot be named in a URL (GET, DELETE)"
+    if d.fields:
+        for k in RESERVED_FIELDS:
+            if k in d.fields:
+                return f"fields.{k}", f"'{k}' is a field of the article itself: give it at the top level, not in fields"
+        if not _depth(d.fields, MAX_FIELDS_DEPTH):
+            return "fields", f"nested deeper than {MAX_FIELDS_DEPTH} levels"
+    return None
+
+
+class _IdPath(Convertor):
+    """A document id in a URL: the rest of the path, slashes included, not empty (Starlette's
+    "path" matches nothing too, which took "POST /v1/documents/" from its redirect)."""
+
+    regex = ".+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("neardup_id", _IdPath())
 
 
 # ---------------------------------------------------------------------------- app
@@ -237,6 +333,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         # The body is a document or a batch: report the errors of the shape that was meant.
         body = getattr(exc, "body", None)
         if request.url.path == "/v1/documents" and request.method == "POST" and not isinstance(body, dict):
+            if isinstance(body, (bytes, bytearray)):  # FastAPI reads a body of another media type as bytes
+                ctype = request.headers.get("content-type", "none")
+                return _err(415, "unsupported_media_type", f"send the body as JSON, with Content-Type: "
+                            f"application/json (got {ctype!r})")
+            if body is None and not (await request.body()).strip():
+                return _err(400, "invalid_json", "the body is empty: expected one article {\"id\", \"text\", ...} "
+                            "or a batch {\"documents\": [...]}")
             problem = (f"expected a JSON object, got {_json_kind(body)}: one article {{\"id\", \"text\", ...}} "
                        f"or a batch {{\"documents\": [...]}}")
             return _err(422, "invalid_request", f"body: {problem}", [{"where": "body", "problem": problem}])
@@ -244,12 +347,27 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         mine = [e for e in errs if len(e.get("loc", ())) > 1 and e["loc"][1] == meant]
         if mine:
             errs = [{**e, "loc": (e["loc"][0],) + tuple(e["loc"][2:])} for e in mine]
-        details = [{"where": ".".join(str(p) for p in e.get("loc", ())), "problem": _problem(e)} for e in errs[:20]]
+        bad = next((e for e in errs if e.get("type") == "string_unicode"), None)
+        if bad is not None:  # a lone surrogate ("\ud800") in the text or the id: what _answer says of one elsewhere
+            loc = _field_loc(bad.get("loc", ()))
+            index = loc[2] if len(loc) > 3 and loc[1] == "documents" else 0
+            where = f"documents[{index}]" if len(loc) > 3 and loc[1] == "documents" else "body"
+            field, reason = str(loc[-1]), "not valid Unicode (lone surrogate)"
+            return _err(422, "bad_document", f"{where}: {field}: {reason}", {"index": index, "field": field, "reason": reason})
+        details, seen = [], set()
+        for e in errs:
+            d = {"where": ".".join(str(p) for p in _field_loc(e.get("loc", ()))), "problem": _union_problem(e)}
+            if d["where"] not in seen:  # (each member of a union field reports the same value: the first says it)
+                seen.add(d["where"])
+                details.append(d)
+        details = details[:20]
         first = details[0] if details else {"where": "", "problem": "invalid request"}
         return _err(422, "invalid_request", f"{first['where']}: {first['problem']}", _jsonable(details))
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            return await _unreadable_body(request)
         r = _err(exc.status_code, "http_error", str(exc.detail))
         for k, v in (getattr(exc, "headers", None) or {}).items():
             r.headers[k] = v
@@ -270,11 +388,22 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.post("/v1/documents", response_model=AddOut, responses=ERR,
               summary="Check one article or a batch against the index, and add them")
-    async def post_documents(body: Union[BatchIn, DocumentIn],
+    async def post_documents(request: Request, body: Union[BatchIn, DocumentIn],
                              dry_run: bool = Query(False, description="only check; insert nothing")):
+        # a misspelt dry_run (dry-run, dryrun, DRY_RUN) or two of them would insert for real
+        # where the client meant a check: refused, not ignored
+        params = request.query_params
+        unknown = sorted(k for k in params.keys() if k != "dry_run")
+        if unknown:
+            return _err(422, "invalid_request", f"unknown query parameter {unknown[0]!r} (the only one is dry_run)",
+                        [{"where": f"query.{k}", "problem": "unknown query parameter"} for k in unknown])
+        if len(params.getlist("dry_run")) > 1:
+            return _err(422, "invalid_request", "dry_run is given more than once",
+                        [{"where": "query.dry_run", "problem": "given more than once"}])
         return await _add(writer, max_batch, body, dry_run, front)
 
-    @app.get("/v1/documents/{doc_id}", response_model=DocumentOut, responses=ERR, summary="One article")
+    # an id may hold a slash ("site/a/1"), sent percent-encoded or not (_IdPath)
+    @app.get("/v1/documents/{doc_id:neardup_id}", response_model=DocumentOut, responses=ERR, summary="One article")
     def get_document(doc_id: str):
         try:
             d = idx.get_document(doc_id)
@@ -283,17 +412,22 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         d["published_at"] = _finite(d["published_at"])
         if d.get("title") is None and isinstance(d["fields"].get("title"), str):
             d["title"] = d["fields"]["title"]
+        if d["closest"] is not None:  # as the POST's verdict gave it: an integer id as a number
+            d["closest"] = idx.typed_ids([d["closest"]]).get(d["closest"], d["closest"])
+        if d["closest_similarity"] is not None:
+            d["closest_similarity"] = round(d["closest_similarity"], 6)
         return d
 
-    @app.delete("/v1/documents/{doc_id}", responses=ERR, summary="Remove an article (its cluster may split)")
+    @app.delete("/v1/documents/{doc_id:neardup_id}", responses=ERR, summary="Remove an article (its cluster may split)")
     async def delete_document(doc_id: str) -> dict:
+        typed = idx.typed_ids([doc_id]).get(doc_id, doc_id)  # (the id as it was given, for the answer)
         try:  # durable (--sync full too) before the answer
             n = await asyncio.wrap_future(writer.remove(doc_id))
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
         except WriterGoneError as exc:
             return _err(503, "writer_unavailable", str(exc))
-        return {"removed": n, "id": doc_id}
+        return {"removed": n, "id": typed}
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
     def recent(limit: int = Query(24, ge=1, le=500), snippets: bool = True):
@@ -309,9 +443,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return cards
 
     @app.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
-    def get_cluster(cluster_id: int = FPath(ge=0, le=2**63 - 1), texts: bool = False):
+    def get_cluster(cluster_id: str = FPath(pattern=CLUSTER_NUMBER, description="a cluster number (digits only)"),
+                    texts: bool = False):
         try:
-            return idx.get_cluster(cluster_id, texts=texts)
+            return idx.get_cluster(int(cluster_id), texts=texts)
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
 
@@ -323,9 +458,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     @app.get("/v1/health", summary="Liveness")
     async def health() -> dict:
+        # a writer process that died (killed, out of memory) is started again by the next write:
+        # the service still answers, but says so ("degraded") until then
         proc = isinstance(writer, WriterProcess)
-        return {"status": "ok", "uptime_seconds": round(time.time() - started, 3),
-                "writer": {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid()}}
+        alive = writer.alive() if proc else True
+        return {"status": "ok" if alive else "degraded", "uptime_seconds": round(time.time() - started, 3),
+                "writer": {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid(),
+                           "alive": alive}}
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -333,6 +472,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
         return PAGE
 
+    # HEAD wherever GET is (monitoring checks use it), outside the schema: the same answer's
+    # headers (the server sends no body)
+    for route in list(app.routes):
+        if "GET" in (getattr(route, "methods", None) or ()) and not route.path.startswith(("/docs", "/redoc",
+                                                                                          "/openapi")):
+            app.add_api_route(route.path, route.endpoint, methods=["HEAD"], include_in_schema=False,
+                              response_model=route.response_model, response_class=route.response_class)
     return app
 
 
@@ -370,6 +516,9 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
                     f"{max_batch:,} (neardup serve --max-batch)")
     recs = []
     for i, d in enumerate(docs):
+        problem = _document_problem(d)
+        if problem is not None:
+            return _bad_document(body, i, *problem)
         r = {"id": d.id, "text": d.text}
         if d.title is not None:
             r["title"] = d.title
@@ -383,9 +532,8 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
             r["published_at"] = d.published_at
         if d.source is not None:
             r["source"] = d.source
-        for k, v in (d.fields or {}).items():
-            if k not in r:
-                r[k] = v
+        if d.fields:
+            r.update(d.fields)  # (none of them names a field above: _document_problem)
         recs.append(r)
     try:
         if dry_run:
@@ -477,6 +625,9 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
         raise InvalidParameterError(f"fold must be 'background' or 'inline', got {fold!r}")
     if writer not in ("process", "thread"):
         raise InvalidParameterError(f"writer must be 'process' or 'thread', got {writer!r}")
+    # the address first: one that is taken or not allowed is said before the index is opened
+    # (uvicorn's own bind failure exits with its code 3, which is neardup's "bad record")
+    sock = _listen(host, port)
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
     # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
@@ -484,24 +635,53 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     open_kw = dict(threads=threads, sync="group" if sync == "full" else sync,
                    background_fold=fold == "background", l0_max=l0_max, l0_fold_at=l0_fold_at,
                    merge_max=merge_max)
-    if writer == "process":
-        # it takes the writer lock (a clear error if another process holds it) and loads the index
-        writes = WriterProcess(directory, open_kw)
-        try:
-            idx = Index.open(directory, threads=threads)  # reads only, here
-        except BaseException:
-            writes.close()
-            raise
-    else:
-        idx, writes = open_writer(directory, open_kw)
+    try:
+        if writer == "process":
+            # it takes the writer lock (a clear error if another process holds it) and loads the index
+            writes = WriterProcess(directory, open_kw)
+            try:
+                idx = Index.open(directory, threads=threads)  # reads only, here
+            except BaseException:
+                writes.close()
+                raise
+        else:
+            idx, writes = open_writer(directory, open_kw)
+    except BaseException:
+        sock.close()
+        raise
     app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes)
     quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
     try:
         # a request still waiting after 30 s of shutdown is cut off (the index stays consistent)
-        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
-                    timeout_graceful_shutdown=30)
+        config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
+                                timeout_graceful_shutdown=30)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         writes.close()
         idx.close()
     return 0
+
+
+class ListenError(NeardupError):
+    """`neardup serve` cannot listen on the address asked for (taken, or not allowed)."""
+
+
+def _listen(host: str, port: int):
+    """A socket bound to (host, port), listening; :class:`ListenError` if it cannot be."""
+    import socket
+
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as exc:
+        raise ListenError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock

@@ -78,7 +78,11 @@ function highlight(text, otherGrams) {
   }
   return html + esc(text.slice(pos));
 }
-function when(t) { return t == null ? "no time" : new Date(t * 1000).toISOString().replace("T", " ").slice(0, 16) + " UTC"; }
+function when(t) {
+  if (t == null) return "no time";
+  const d = new Date(t * 1000);  // (an index made before times were checked may hold one past year 9999)
+  return isNaN(d) ? "time out of range" : d.toISOString().replace("T", " ").slice(0, 16) + " UTC";
+}
 async function getJSON(url) {
   const r = await fetch(url);
   if (!r.ok) throw new Error(url + ": " + r.status);
@@ -107,14 +111,27 @@ async function loadCards() {
     box.appendChild(el);
   }
 }
-async function openCluster(id) {
-  const d = await getJSON(`/v1/clusters/${id}?texts=true`);
+function showDetail(html) {
   const det = document.getElementById("detail");
+  det.innerHTML = `<button id="back">← all stories</button>` + html;
+  det.hidden = false;
+  document.getElementById("list").hidden = true;
+  document.getElementById("back").addEventListener("click", () => { det.hidden = true; document.getElementById("list").hidden = false; });
+}
+async function openCluster(id) {
+  const r = await fetch(`/v1/clusters/${id}?texts=true`);
+  if (!r.ok) {  // removed since the list was loaded (404), or the service failed
+    const why = r.status === 404 ? "its articles have been removed since this list was loaded" : `the service answered ${r.status}`;
+    showDetail(`<p class="empty">Story ${esc(id)} cannot be shown: ${why}.</p>`);
+    return;
+  }
+  const d = await r.json();
+  if (d.merged_into != null) return openCluster(d.merged_into);  // merged into another story since
   const keeper = d.members.find(m => m.is_keeper) || d.members[0];
   const kg = grams(tokens(keeper.text || ""));
   const all = new Set();
   for (const m of d.members) if (!m.is_keeper) for (const g of grams(tokens(m.text || ""))) all.add(g);
-  let html = `<button id="back">← all stories</button><h2>Story ${d.cluster}: ${d.size} articles, keeper ${esc(d.keeper)}</h2><div class="members">`;
+  let html = `<h2>Story ${d.cluster}: ${d.size} articles, keeper ${esc(d.keeper)}</h2><div class="members">`;
   for (const m of d.members) {
     const body = m.text == null ? '<span class="empty">(text not stored)</span>' : highlight(m.text, m.is_keeper ? all : kg);
     html += `<article class="member${m.is_keeper ? " keeper" : ""}" data-id="${esc(m.id)}">
@@ -122,10 +139,7 @@ async function openCluster(id) {
       <div class="meta">${esc(m.source || "unknown source")} · ${when(m.published_at)}${m.is_keeper ? "" : ` · ${m.match} J=${m.similarity.toFixed(3)}`}</div>
       <div class="text">${body}</div></article>`;
   }
-  det.innerHTML = html + "</div>";
-  det.hidden = false;
-  document.getElementById("list").hidden = true;
-  document.getElementById("back").addEventListener("click", () => { det.hidden = true; document.getElementById("list").hidden = false; });
+  showDetail(html + "</div>");
 }
 loadStats();
 loadCards().catch(e => { document.getElementById("cards").innerHTML = '<p class="empty">Cannot load stories: ' + esc(e.message) + "</p>"; });

@@ -75,6 +75,12 @@ class WriterProcess:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    def alive(self) -> bool:
+        """Whether a writer process runs now (one that died is started again by the next
+        request that needs it)."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None
+
     # ------------------------------------------------------------------ requests
     def submit(self, records: list[dict]) -> Future:
         return self._call("add", records)
