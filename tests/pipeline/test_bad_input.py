@@ -3,10 +3,12 @@ and lists them; nothing already written is left half-written."""
 import gzip
 import json
 import os
+import tempfile
 
 import pytest
 
 import neardup
+from neardup import synth
 from neardup.cli import main
 from neardup.io import InputFileError, OutputError, RecordError, atomic_open
 from nd_helpers import read_jsonl
@@ -115,12 +117,70 @@ def test_unreadable_inputs(tmp_path, capsys):
     bad_zst.write_bytes(b"not zstd either")
     with pytest.raises(InputFileError, match="bad.jsonl.zst"):
         neardup.dedup(str(bad_zst))
+    # a .zst file cut inside a frame: was read as fewer records, or none, with exit code 0
+    import zstandard
+
+    lines = b"".join(b'{"id": "%d", "text": "x y %d"}\n' % (i, i) for i in range(5000))
+    whole = zstandard.ZstdCompressor().compress(lines[:40000]) + zstandard.ZstdCompressor().compress(lines[40000:])
+    two = tmp_path / "two.jsonl.zst"
+    two.write_bytes(whole)  # two frames, whole: every record
+    assert neardup.dedup(str(two), None).report["documents"] == 5000
+    cut = tmp_path / "cut.jsonl.zst"
+    for n in (20, len(whole) // 3, len(whole) - 5):
+        cut.write_bytes(whole[:n])
+        with pytest.raises(InputFileError, match="cut.jsonl.zst: read error .*ends inside a frame"):
+            neardup.dedup(str(cut), None, on_error="skip")
     bad_pq = tmp_path / "bad.parquet"
     bad_pq.write_bytes(b"PAR1 nope")
     with pytest.raises(InputFileError, match="bad.parquet"):
         neardup.dedup(str(bad_pq))
     assert main(["dedup", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "o")]) == 4
     assert "missing.jsonl: no such file" in capsys.readouterr().err
+
+
+def test_a_pipe_is_read_once_and_spooled(tmp_path):
+    # an input that is not a regular file (<(zcat day.gz), a FIFO) can be read only once: read
+    # as a file, the run gave an empty kept.jsonl beside a report of 50 kept, or failed when
+    # verification read it again (a FIFO hung)
+    import threading
+
+    corpus = tmp_path / "c.jsonl"
+    synth.write_corpus(str(corpus), originals=120, copies=40, words=60, seed=3)
+    want = neardup.dedup(str(corpus), tmp_path / "file")
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    feed = threading.Thread(target=lambda: fifo.write_bytes(corpus.read_bytes()))
+    feed.start()
+    got = neardup.dedup(str(fifo), tmp_path / "pipe")
+    feed.join()
+    assert (got.clusters, got.pairs, got.kept) == (want.clusters, want.pairs, want.kept) and want.report["near_pairs"]
+    assert (tmp_path / "pipe" / "kept.jsonl").read_bytes() == (tmp_path / "file" / "kept.jsonl").read_bytes()
+    assert got.report["inputs"][0]["path"] == str(fifo)
+    assert not [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("neardup-spool-")]
+
+
+def test_csv_in_a_directory_named_tsv_is_csv(tmp_path):
+    d = tmp_path / "exports.tsv.d"
+    d.mkdir()
+    (d / "x.csv").write_text("id,text\na,heavy rain in goa today\n")
+    assert neardup.dedup(str(d / "x.csv"), None).report["documents"] == 1
+
+
+def test_outputs_get_the_umask_mode_and_write_errors_are_output_errors(tmp_path, capsys):
+    recs = [{"id": "a", "text": "heavy rain in goa today"}]
+    old = os.umask(0o027)
+    try:
+        neardup.dedup(recs, tmp_path / "o")
+    finally:
+        os.umask(old)
+    assert {oct(os.stat(tmp_path / "o" / n).st_mode & 0o777) for n in os.listdir(tmp_path / "o")} == {"0o640"}
+    (tmp_path / "o2" / "report.json").mkdir(parents=True)  # a directory where a file goes
+    with pytest.raises(OutputError, match="report.json: cannot write: Is a directory"):
+        neardup.dedup(recs, tmp_path / "o2")
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(recs[0]) + "\n")
+    assert main(["dedup", str(path), "-o", str(tmp_path / "o2"), "-q"]) == 5
+    assert "cannot write output" in capsys.readouterr().err
 
 
 def test_csv_non_utf8_and_ragged_rows(tmp_path):

@@ -118,6 +118,19 @@ def test_threshold_too_high_keeps_everything(rain):
     assert res.report["copies_removed"] == 1
 
 
+@pytest.mark.parametrize("kw", [dict(threshold=1.0), dict(threshold=1.0, memory_limit="1G"), dict(bands=1, rows=4),
+                                dict(bands=1, rows=4, large_bucket=None)])
+def test_a_single_band(rain, kw):
+    # one band (threshold 1, or pinned): the rows of band keys are one column wide, and were
+    # flattened like SimHash fingerprints (TypeError "dimensionality mismatch", exit 1)
+    res = neardup.dedup(rain, **kw)
+    assert res.report["lsh"]["bands"] == 1
+    every = neardup.dedup(rain, **{**kw, "bands": 1, "rows": 1})  # every pair sharing a value: the widest net
+    assert res.report["copies_removed"] >= 1 and res.kept
+    if kw.get("threshold") == 1.0:  # only identical texts are copies at similarity 1
+        assert res.report["near_pairs"] == 0 and res.report["copies_removed"] == every.report["exact_copies_removed"]
+
+
 def test_containment_finds_a_story_pasted_into_a_page():
     story = " ".join(f"story{i}" for i in range(120))
     page = " ".join(f"page{i}" for i in range(450)) + " " + story + " " + " ".join(f"tail{i}" for i in range(450))

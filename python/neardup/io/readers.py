@@ -84,8 +84,50 @@ def _open_binary(path: str) -> IO[bytes]:
         except ImportError as exc:  # pragma: no cover
             raw.close()
             raise InputFileError(f"{path}: reading .zst needs the 'zstandard' package") from exc
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True))
+        return io.BufferedReader(_ZstdFrames(raw, zstandard))
     return raw
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a .zst file: every frame in turn, and an error (EOFError, as
+    gzip's) when the file ends inside a frame. zstandard's stream_reader ended quietly there:
+    a truncated file read as fewer records, or none, with exit code 0."""
+
+    def __init__(self, raw: IO[bytes], zstandard) -> None:
+        self._raw = raw
+        self._new = lambda: zstandard.ZstdDecompressor().decompressobj()
+        self._d = self._new()
+        self._out = bytearray()
+        self._in_frame = False  # input has been given to a frame that has not ended
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self._out and not self._done:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                self._done = True
+                if self._in_frame:
+                    raise EOFError("the .zst data ends inside a frame (the file is truncated)")
+                break
+            while chunk:
+                self._out += self._d.decompress(chunk)
+                self._in_frame = True
+                if not self._d.eof:
+                    break
+                chunk = self._d.unused_data  # the next frame, if any
+                self._d = self._new()
+                self._in_frame = False
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        del self._out[:n]
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
@@ -138,6 +180,9 @@ class Source:
 
     bytes_read = 0
 
+    #: A temporary copy this source reads (of stdin or a pipe), removed by :meth:`close`.
+    spool: str | None = None
+
     def read_buffer_bytes(self) -> int:
         """Memory the reader holds while it hands out records, besides the record in hand (a
         block of lines, a batch of rows): ``--memory-limit`` counts it in a re-read's working
@@ -145,7 +190,12 @@ class Source:
         return 0
 
     def close(self) -> None:
-        pass
+        if self.spool is not None:
+            try:
+                os.unlink(self.spool)
+            except OSError:
+                pass
+            self.spool = None
 
 
 class JsonlSource(Source):
@@ -234,7 +284,11 @@ class CsvSource(Source):
 
     def __init__(self, path: str) -> None:
         self.path = self.name = path
-        self.delimiter = "\t" if format_of(path) == "csv" and ".tsv" in path.lower() else ","
+        # the file's own name says TSV (a ".tsv" in a directory's name does not)
+        name = os.path.basename(path).lower()
+        for suffix in (".gz", ".zst", ".zstd"):
+            name = name[: -len(suffix)] if name.endswith(suffix) else name
+        self.delimiter = "\t" if name.endswith(".tsv") else ","
 
     def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -353,16 +407,38 @@ class _StdinSource(JsonlSource):
     """Stdin JSONL, spooled to a temporary file so it can be read more than once."""
 
     def __init__(self, stream: IO[bytes] | None = None) -> None:
-        fd, tmp = tempfile.mkstemp(prefix="neardup-stdin-", suffix=".jsonl")
-        with os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(stream or sys.stdin.buffer, out, 1 << 20)
+        tmp = _spool(stream or sys.stdin.buffer, ".jsonl", "-")
         super().__init__(tmp, display="-")
+        self.spool = tmp
 
-    def close(self) -> None:
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+
+def _spool(stream: IO[bytes], suffix: str, name: str) -> str:
+    """`stream` copied to a temporary file (named with `suffix`, which says its format)."""
+    fd, tmp = tempfile.mkstemp(prefix="neardup-spool-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(stream, out, 1 << 20)
+    except OSError as exc:
+        os.unlink(tmp)
+        raise InputFileError(f"{name}: cannot copy it to a temporary file: {exc.strerror or exc}") from exc
+    return tmp
+
+
+def _spooled(path: str) -> Source:
+    """An input that is not a regular file (a pipe: ``<(zcat day.gz)``, a FIFO, /dev/stdin)
+    can be read only once, and the run reads its inputs again (the candidates' texts, the
+    kept records): copied to a temporary file first, as "-" is. Read once, it had given an
+    empty kept.jsonl beside a report counting the records kept, or failed at verification."""
+    try:
+        with open(path, "rb") as f:
+            tmp = _spool(f, "".join(Path(path).suffixes[-2:]) or ".jsonl", path)
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    fmt = format_of(path)
+    src: Source = ParquetSource(tmp) if fmt == "parquet" else CsvSource(tmp) if fmt == "csv" else JsonlSource(tmp)
+    src.name = path
+    src.spool = tmp
+    return src
 
 
 def open_sources(inputs: Any) -> list[Source]:
@@ -388,6 +464,9 @@ def open_sources(inputs: Any) -> list[Source]:
             raise InputFileError(f"{path}: is a directory, not a file")
         if not os.access(path, os.R_OK):
             raise InputFileError(f"{path}: permission denied")
+        if not p.is_file():
+            sources.append(_spooled(path))
+            continue
         fmt = format_of(path)
         if fmt == "parquet":
             sources.append(ParquetSource(path))

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from neardup.errors import NeardupError
 from neardup.io.errors import OutputError
 
 __all__ = ["atomic_open", "dumps", "json_default", "write_jsonl"]
@@ -60,18 +61,38 @@ def atomic_path(path: str) -> Iterator[str]:
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        # mkstemp makes it readable by its owner only: the file gets the mode a file created
+        # with open() would (0666 less the umask), not 0600
+        os.fchmod(fd, 0o666 & ~_umask())
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     os.close(fd)
     try:
         yield tmp
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, NeardupError):
+            # a full disk, a file size limit, a directory where the file goes: said, not a traceback
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
         raise
+
+
+def _umask() -> int:
+    """This process's umask (Linux says it in /proc; elsewhere it is read by setting it)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # pragma: no cover - not Linux
+    os.umask(mask)
+    return mask
 
 
 @contextmanager

@@ -134,7 +134,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
                          rows_fit, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
     else:
         keep_keys = False
-        store = RowStore(1, np.uint64, rows_fit, opts.tmp_dir, "fingerprints")
+        store = RowStore(1, np.uint64, rows_fit, opts.tmp_dir, "fingerprints", flat=True)
     mem.held = lambda: tables() + store.ram_bytes
     mem.spillable = lambda: store.ram_bytes
     try:

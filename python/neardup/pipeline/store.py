@@ -33,11 +33,17 @@ def join_freeing(parts: list[np.ndarray], dtype, shape=None) -> np.ndarray:
     return out
 
 class RowStore:
-    def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows") -> None:
+    def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows",
+                 flat: bool = False) -> None:
         """`budget`: None (never spill), a number of bytes the rows may take, or a callable
         told the rows' bytes in memory after each append that says whether they still fit
-        (the run's memory budget decides from everything else that is resident)."""
+        (the run's memory budget decides from everything else that is resident). `flat`: one
+        value per row, given and returned as a 1-D array (fingerprints); otherwise rows are
+        2-D, also of width 1 (the band keys of a single band)."""
+        if flat and width != 1:
+            raise ValueError("a flat RowStore holds one value per row")
         self.width = int(width)
+        self.flat = flat
         self.dtype = np.dtype(dtype)
         if budget is None or callable(budget):
             self._fits = budget
@@ -66,8 +72,8 @@ class RowStore:
         return self._dir is not None
 
     def append(self, rows: np.ndarray) -> None:
-        rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1, self.width) if self.width > 1 \
-            else np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1)
+        rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1) if self.flat \
+            else np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1, self.width)
         if len(rows) == 0:
             return
         self.rows += len(rows)
@@ -102,7 +108,7 @@ class RowStore:
 
     def finish(self) -> np.ndarray:
         """All rows: an in-memory array, or a read-only memory map of the spill file."""
-        shape = (self.rows, self.width) if self.width > 1 else (self.rows,)
+        shape = (self.rows,) if self.flat else (self.rows, self.width)
         if self._file is None:
             if not self._parts:
                 return np.zeros(shape, self.dtype)
