@@ -3,6 +3,7 @@ import json
 import os
 import sqlite3
 
+import numpy as np
 import pytest
 
 import neardup
@@ -162,6 +163,55 @@ def test_remove_splits_and_re_decides_keeper(tmp_path, corpus):
     with Index.open(tmp_path / "ix") as ix:
         assert h.cluster_sets(ix.clusters()) == h.cluster_sets(
             neardup.dedup(rest + [{"id": "late", "text": rest[0]["text"]}], None, prefer_source=["agency"]).clusters)
+
+
+@pytest.mark.parametrize("batches", [[["A", "B", "C"]], [["A"], ["B"], ["C"]], [["A", "C", "B"]]])
+def test_removing_an_original_keeps_its_exact_copy_with_its_near_copies(tmp_path, batches):
+    # C is A's exact copy (joined by the exact pass, verified against nothing), B a near copy of
+    # A: with A removed, B and C fell apart in two clusters (in two orders of adding of three),
+    # where neardup dedup over B and C finds them one story
+    words = [f"w{i}" for i in range(120)]
+    a = " ".join(words)
+    docs = {"A": a, "B": " ".join(words[:60] + ["zz"] + words[61:]), "C": a.upper()}
+    with Index.create(tmp_path / "ix") as ix:
+        for batch in batches:
+            ix.add([{"id": i, "text": docs[i]} for i in batch])
+        ix.remove(["A"])
+        ref = neardup.dedup([{"id": i, "text": docs[i]} for i in sorted(docs, key=[x for b in batches for x in b].index)
+                             if i != "A"], None)
+        rows = list(ix.clusters())
+        assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters) and len(rows) == 1
+        assert h.member_sims(rows) == h.member_sims(ref.clusters)
+        ix.remove(["C"])  # the pair C inherited went with it: B alone
+        assert list(ix.clusters()) == [] and ix.check()["texts"] == 1
+
+
+def test_random_adds_and_removes_with_exact_copies_give_dedups_clusters(tmp_path):
+    # a random sequence of adds and removes over a corpus with exact and near copies, checked
+    # against neardup dedup over what is left after every remove
+    rng = np.random.default_rng(7)
+    corpus = h.synth(originals=120, copies=90, bridges=6, words=80, seed=3)
+    extra = [{"id": f"x{i}", "text": d["text"].upper()} for i, d in enumerate(corpus[:: 5])]  # more exact copies
+    originals = {d["id"] for d in corpus[:: 5]}
+    pool = corpus + extra
+    order = [pool[i] for i in rng.permutation(len(pool))]
+    with Index.create(tmp_path / "ix") as ix:
+        added: list[dict] = []
+        for batch in np.array_split(np.arange(len(order)), 6):
+            docs = [order[i] for i in batch.tolist()]
+            ix.add(docs)
+            added += docs
+            # some at random, and originals whose exact copies were added (their pairs must pass on)
+            gone = {added[i]["id"] for i in rng.choice(len(added), size=len(added) // 10, replace=False).tolist()}
+            gone |= {d["id"] for d in added if d["id"] in originals and rng.random() < 0.3}
+            gone = sorted(gone)
+            ix.remove(gone)
+            added = [d for d in added if d["id"] not in set(gone)]
+            ref = neardup.dedup(added, None)
+            rows = list(ix.clusters())
+            assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters)
+            assert h.member_sims(rows) == h.member_sims(ref.clusters)
+        assert ix.check()["texts"] == len(added)
 
 
 def test_remove_older_than_and_scrub(tmp_path):

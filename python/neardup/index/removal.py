@@ -66,8 +66,9 @@ class Removal:
         cluster_updates = []  # (keeper, size, updated, cluster)
         new_clusters = []
         doc_updates = []  # (similarity, match, cluster, doc)
+        inherited = []  # (a, b, similarity): pairs of a removed document, passed to its exact copy
         for c in affected:
-            rest = [m for m in members.get(c, []) if m["doc"] not in gone]
+            rest = sorted((m for m in members.get(c, []) if m["doc"] not in gone), key=lambda m: m["doc"])
             if not rest:
                 cluster_updates.append((None, 0, now, c))
                 continue
@@ -80,6 +81,31 @@ class Removal:
                 for a, b in conn.execute(f"SELECT a, b FROM pairs WHERE a IN ({ph}) OR b IN ({ph})", chunk + chunk):
                     if a in pos and b in pos:
                         edges.append((pos[a], pos[b]))
+            # An exact copy is joined to its original by the exact pass and verified against
+            # nothing: the original's pairs are its pairs too (the same normalised text, the
+            # same shingles). With the original removed they pass to the first surviving copy,
+            # as neardup dedup over the documents left would verify them; otherwise a near copy
+            # of the original and its exact copy fell apart.
+            first_of_key: dict[int, int] = {}
+            for i, m in enumerate(rest):
+                if m["exact_key"] != 0:
+                    first_of_key.setdefault(m["exact_key"], i)
+            heir = {m["doc"]: first_of_key[m["exact_key"]] for m in members.get(c, [])
+                    if m["doc"] in gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
+            if heir:
+                hs = list(heir)
+                for s in range(0, len(hs), 15000):
+                    chunk = hs[s : s + 15000]
+                    ph = ",".join("?" * len(chunk))
+                    for a, b, sim in conn.execute(f"SELECT a, b, similarity FROM pairs WHERE a IN ({ph}) OR b IN ({ph})",
+                                                  chunk + chunk):
+                        i = heir.get(a, pos.get(a))
+                        j = heir.get(b, pos.get(b))
+                        if i is None or j is None or i == j:
+                            continue
+                        edges.append((i, j))
+                        da, db = rest[i]["doc"], rest[j]["doc"]
+                        inherited.append((min(da, db), max(da, db), sim))
             by_key: dict[int, int] = {}
             for i, m in enumerate(rest):
                 if m["exact_key"] != 0:
@@ -136,6 +162,7 @@ class Removal:
                     conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
                     # a removed text must not be written back into the log by a recovery
                     conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
+                conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", inherited)
                 conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
                 conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
                 conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
