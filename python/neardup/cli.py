@@ -244,7 +244,26 @@ def _cmd_synth(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+#: The exit code of a command whose output's reader went away (``neardup demo | head -1``): a
+#: tool killed by SIGPIPE reports 128 + 13.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The ``neardup`` command; returns its exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # (a closed pipe is found here, or at exit: inside the try)
+        return code
+    except BrokenPipeError:
+        # quietly, with no traceback, as a tool killed by SIGPIPE; stdout goes nowhere from here
+        # so that the interpreter's own flush at exit does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+def _main(argv: list[str] | None) -> int:
     from neardup.errors import InvalidParameterError, NeardupError
     from neardup.io.errors import InputFileError, OutputError, RecordError
 

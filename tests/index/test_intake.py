@@ -224,3 +224,12 @@ def test_binary_parquet_columns_are_stored_as_text(tmp_path):
         with pytest.raises(RecordError, match="text is not valid UTF-8 \\(byte 0xe9 at offset 3\\)"):
             ix.add(str(bad))
         assert ix.totals()["documents"] == 2
+
+
+def test_jsonl_path_reads_a_bom_and_ids_past_64_bits_as_check_record_does(tmp_path):
+    p = tmp_path / "b.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf" + b'{"id": 123456789012345678901234567890, "text": "heavy rain"}\n'
+                  b'{"id": "b", "text": "w", "n": 18446744073709551616}\n')
+    got = list(records(str(p), Fields(), 100))
+    assert [c.id for c, _ in got] == [123456789012345678901234567890, "b"]
+    assert json.loads(got[1][1][0]) == {"n": 18446744073709551616}  # (not 1.8446744073709552e+19)

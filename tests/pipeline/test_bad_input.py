@@ -183,6 +183,64 @@ def test_outputs_get_the_umask_mode_and_write_errors_are_output_errors(tmp_path,
     assert "cannot write output" in capsys.readouterr().err
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_record(tmp_path):
+    # Windows tools write one: JSONL line 1 was "malformed JSON: Unexpected UTF-8 BOM", every CSV
+    # row "missing id" (the first column was named "\ufeffid")
+    j = tmp_path / "bom.jsonl"
+    j.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in GOOD))
+    c = tmp_path / "bom.csv"
+    c.write_bytes(b"\xef\xbb\xbfid,text\n" + b"".join(f"{r['id']},{r['text'].replace(',', '')}\n".encode() for r in GOOD))
+    for path in (j, c):
+        res = neardup.dedup(str(path), tmp_path / path.suffix[1:])
+        assert res.report["documents"] == 3 and res.report["skipped"] == 0 and res.kept == ["a", "c"]
+    assert (tmp_path / "jsonl" / "kept.jsonl").read_bytes().startswith(b'{"id"')
+
+
+def test_a_csv_quote_left_open_is_a_bad_record_not_the_rest_of_the_file(tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_text('id,text\n1,"Breaking: heavy rain\n2,second story\n3,third story\n')
+    with pytest.raises(RecordError, match=r"q.csv:2: malformed CSV: unexpected end of data"):
+        neardup.dedup(str(path), None)
+
+
+def test_an_integer_id_past_64_bits_in_jsonl(tmp_path):
+    # orjson reads it as a float: "id must be a string or an integer, got float"
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"id": 123456789012345678901234567890, "text": "heavy rain in goa"}\n'
+                    '{"id": -9223372036854775809, "text": "heavy rain in goa"}\n')
+    res = neardup.dedup(str(path), None)
+    assert res.kept == [-9223372036854775809]  # (no times: the smaller id as text keeps)
+    assert res.clusters[0]["members"][0]["id"] == 123456789012345678901234567890
+
+
+def test_json_nested_too_deeply_is_a_bad_record(tmp_path):
+    # past orjson's 1,024 levels the json module hit Python's recursion limit: a RecursionError
+    # traceback, with --on-error skip too
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "d", "text": "t", "x": ' + "[" * 1100 + "]" * 1100 + "}\n" + json.dumps(GOOD[0]) + "\n")
+    with pytest.raises(RecordError, match="deep.jsonl:1: malformed JSON: nested too deeply"):
+        neardup.dedup(str(path), None)
+    assert neardup.dedup(str(path), None, on_error="skip").report["skipped"] == 1
+
+
+def test_a_tmp_dir_that_is_not_there_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(GOOD[0]) + "\n")
+    assert main(["dedup", str(path), "-o", str(tmp_path / "o"), "--tmp-dir", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "tmp_dir" in err and "is not a directory" in err
+
+
+def test_output_cut_by_its_reader_is_quiet(tmp_path):
+    # neardup demo | head -1: BrokenPipeError's traceback, exit 1
+    import subprocess
+    import sys
+
+    p = subprocess.run(f"{sys.executable} -m neardup.cli demo | head -1", shell=True, capture_output=True, text=True,
+                       timeout=120, executable="/bin/bash")
+    assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
+
+
 def test_csv_non_utf8_and_ragged_rows(tmp_path):
     path = tmp_path / "in.csv"
     path.write_bytes(b"id,text\na,heavy rain in goa today\nb,caf\xe9 au lait\nc,too,many\n")

@@ -29,7 +29,7 @@ import orjson
 
 from neardup import _core
 from neardup.io.errors import RecordError
-from neardup.io.readers import JsonlSource, irregular_line, open_sources
+from neardup.io.readers import JsonlSource, irregular_line, lossy, open_sources
 from neardup.io.records import TIME_MAX, TIME_MIN, Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
 from neardup.io.writers import json_default
 from neardup.pipeline.handoff import put_until_stopped, received
@@ -148,7 +148,7 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
                 rec = loads(line)
             except ValueError:
                 rec = None
-            if type(rec) is not dict:
+            if type(rec) is not dict or lossy(rec):
                 rec = irregular_line(name, start + i, line)
                 if rec is None:
                     continue  # a blank line

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from typing import Any
 
 import numpy as np
@@ -160,7 +161,10 @@ class Reading:
             if rows:
                 yield _cluster_row(rows, self.config.prefer_source)
         finally:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.ProgrammingError:  # the index was closed before this generator finished
+                pass
 
 
 def _cluster_row(rows, prefer) -> dict:

@@ -130,6 +130,20 @@ class _ZstdFrames(io.RawIOBase):
         super().close()
 
 
+#: orjson reads an integer past 64 bits as a float (json reads the integer): a top-level float
+#: this large in a record may have been one, and the line is read again by json.
+_BIG_FLOAT = 2.0 ** 63
+
+
+def lossy(obj: dict) -> bool:
+    """Whether orjson may have read an integer field of `obj` as a float (see _BIG_FLOAT): an
+    id of 30 digits was refused as "an id must be a string or an integer, got float"."""
+    for v in obj.values():
+        if type(v) is float and not -_BIG_FLOAT < v < _BIG_FLOAT:
+            return True
+    return False
+
+
 def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
     """Parse one JSONL line into a dict, or describe why it cannot be."""
     if _orjson is not None:
@@ -137,6 +151,9 @@ def parse_json_line(path: str, recno: int, line: bytes) -> dict | RecordError:
             obj = _orjson.loads(line)
         except ValueError:
             obj = _slow_parse(path, recno, line)  # a clear message, or what json accepts
+        else:
+            if type(obj) is dict and lossy(obj):
+                obj = _slow_parse(path, recno, line)
     else:
         obj = _slow_parse(path, recno, line)
     if isinstance(obj, RecordError) or isinstance(obj, dict):
@@ -163,6 +180,8 @@ def _slow_parse(path: str, recno: int, line: bytes):
         return json.loads(text)
     except ValueError as exc:
         return RecordError(path, recno, f"malformed JSON: {exc}")
+    except RecursionError:  # (orjson refuses past 1,024 levels, json near Python's recursion limit)
+        return RecordError(path, recno, "malformed JSON: nested too deeply to read")
 
 
 class Source:
@@ -225,11 +244,16 @@ class JsonlSource(Source):
         recno = 1
         try:
             rest = b""
+            first = True
             while True:
                 block = f.read(BLOCK_BYTES)
                 if not block:
                     break
                 self.bytes_read += len(block)
+                if first:  # a UTF-8 byte-order mark (Windows tools, PowerShell) is not part of line 1
+                    first = False
+                    if block.startswith(b"\xef\xbb\xbf"):
+                        block = block[3:]
                 lines = block.split(b"\n")
                 del block  # (not joined to `rest` first: that copy was a fourth block in memory)
                 if rest:
@@ -264,7 +288,7 @@ class JsonlSource(Source):
                     except ValueError:
                         pass
                     else:
-                        if type(obj) is dict:
+                        if type(obj) is dict and not lossy(obj):
                             yield start + i, obj
                             continue
                 obj = irregular_line(name, start + i, line)
@@ -293,9 +317,11 @@ class CsvSource(Source):
     def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
         f = _open_binary(self.path)
-        text = io.TextIOWrapper(f, encoding="utf-8", errors="surrogateescape", newline="")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the first column's
+        # name. strict: a quote left open is an error, not the rest of the file in one field
+        text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
         try:
-            reader = csv.reader(text, delimiter=self.delimiter)
+            reader = csv.reader(text, delimiter=self.delimiter, strict=True)
             try:
                 header = next(reader)
             except StopIteration:

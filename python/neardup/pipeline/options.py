@@ -105,6 +105,13 @@ class DedupOptions:
         if self.large_bucket is not None and (isinstance(self.large_bucket, bool) or
                                               not isinstance(self.large_bucket, int) or self.large_bucket < 2):
             bad(f"large_bucket must be an integer >= 2 or None, got {self.large_bucket!r}")
+        if self.tmp_dir is not None:  # said now, not when a spill first needs it (exit 4, unnamed)
+            import os
+
+            if not os.path.isdir(self.tmp_dir):
+                bad(f"tmp_dir {self.tmp_dir!r} is not a directory")
+            if not os.access(self.tmp_dir, os.W_OK | os.X_OK):
+                bad(f"tmp_dir {self.tmp_dir!r} is not writable")
         if self.memory_limit is not None:
             from neardup.pipeline.memory import parse_size
 
