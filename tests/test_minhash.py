@@ -95,7 +95,7 @@ def test_keyed_signatures_are_signatures_plus_exact_keys(texts: list[str], schem
     sh = neardup.Shingler(k=3, unit=unit, stopwords=["the", "over"] if stop else None)
     mh = neardup.MinHash(num_perm=32, scheme=scheme, shingler=sh)
     sigs, keys, ntok = mh._signatures_keyed(texts, threads=2)
-    want_keys, want_ntok = _core._exact_keys(texts)
+    want_keys, want_ntok = _core._exact_keys(texts, None, unit)  # (the keys of the shingles' own unit)
     assert np.array_equal(sigs, mh.signatures(texts))
     assert np.array_equal(keys, want_keys) and np.array_equal(ntok, want_ntok)
 

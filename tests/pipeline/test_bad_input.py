@@ -369,11 +369,11 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     real = run.exact_keys
     calls = []
 
-    def failing(texts, threads):
+    def failing(texts, threads, unit):
         calls.append(len(texts))
         if len(calls) == 2:
             raise RuntimeError("kernel failed")
-        return real(texts, threads)
+        return real(texts, threads, unit)
 
     monkeypatch.setattr(run, "exact_keys", failing)
     recs = [{"id": str(i), "text": f"story number {i} about rain"} for i in range(200)]

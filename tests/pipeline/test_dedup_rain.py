@@ -131,6 +131,28 @@ def test_a_single_band(rain, kw):
         assert res.report["near_pairs"] == 0 and res.report["copies_removed"] == every.report["exact_copies_removed"]
 
 
+@pytest.mark.parametrize("unit,k", [("word", 5), ("whitespace", 3), ("char", 9)])
+def test_every_similarity_is_the_runs_own_jaccard(rain, unit, k):
+    # the exact pass grouped texts with the same *word* tokens whatever the unit, and reported
+    # them at similarity 1.0: with whitespace units "rain," and "rain" are different tokens
+    # (one such pair of the rain story was reported at 1.0, its Jaccard 0.41)
+    import numpy as np
+
+    res = neardup.dedup(rain, None, unit=unit, k=k, threshold=0.5)
+    sh = neardup.Shingler(k=k, unit=unit)
+    text = {d["id"]: d["text"] for d in rain}
+    assert res.pairs
+    for p in res.pairs:
+        a, b = sh.hashes(text[p["a"]]), sh.hashes(text[p["b"]])
+        j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
+        assert p["similarity"] == pytest.approx(j, abs=1e-6), (unit, p)
+    for c in res.clusters:
+        for m in c["members"]:
+            a, b = sh.hashes(text[c["keeper"]]), sh.hashes(text[m["id"]])
+            j = len(np.intersect1d(a, b)) / len(np.union1d(a, b))
+            assert m["similarity"] == pytest.approx(j, abs=1e-6) and (m["match"] == "exact") == (j == 1.0), (unit, m)
+
+
 def test_containment_finds_a_story_pasted_into_a_page():
     story = " ".join(f"story{i}" for i in range(120))
     page = " ".join(f"page{i}" for i in range(450)) + " " + story + " " + " ".join(f"tail{i}" for i in range(450))

@@ -47,7 +47,8 @@ pub fn signatures<S: AsRef<str> + Sync>(mh: &MinHasher, shingler: &Shingler, tex
 }
 
 /// Signatures of many texts plus each one's exact key and token count (as
-/// [`crate::exactkey::exact_keys`]), each text tokenised once ([`MinHasher::from_text_keyed`]).
+/// [`crate::exactkey::exact_keys_in`] in the shingler's unit), each text tokenised once
+/// ([`MinHasher::from_text_keyed`]).
 pub fn signatures_keyed<S: AsRef<str> + Sync>(
     mh: &MinHasher,
     shingler: &Shingler,
@@ -135,9 +136,9 @@ mod tests {
             Shingler::new(2, Unit::Whitespace, ShingleHash::Xxh3, 0).unwrap(),
         ];
         let hashers = [MinHasher::oph(128, 1).unwrap(), MinHasher::multiply_shift(64, 5).unwrap()];
-        let (mut want_k, mut want_n) = (vec![0u64; n], vec![0u64; n]);
-        crate::exactkey::exact_keys(&texts, &mut want_k, &mut want_n);
         for sh in &shinglers {
+            let (mut want_k, mut want_n) = (vec![0u64; n], vec![0u64; n]);
+            crate::exactkey::exact_keys_in(&texts, sh.unit(), &mut want_k, &mut want_n);
             for mh in &hashers {
                 let p = mh.num_perm();
                 let mut want = vec![0u32; n * p];

@@ -1,9 +1,12 @@
-//! Keys of the exact pass: a 64-bit hash of a document's normalised word tokens.
+//! Keys of the exact pass: a 64-bit hash of a document's normalised tokens, in the unit its
+//! shingles are made of.
 //!
-//! Two texts get the same key when they have the same word tokens (NFKC, lower-case, runs of
-//! Unicode `\w`, as [`crate::tokenize::Unit::Word`] defines them) in the same order: copies
-//! that differ only in case, spacing and punctuation. A text without any token gets the token
-//! count 0 (its key means nothing and must not be grouped).
+//! Two texts get the same key when they have the same tokens in the same order: with word
+//! units (NFKC, lower-case, runs of Unicode `\w`, as [`crate::tokenize::Unit::Word`] defines
+//! them) copies that differ only in case, spacing and punctuation; with whitespace or
+//! character units, what those units keep (punctuation included). The same tokens make the
+//! same shingles, so an exact copy's similarity is 1 under the run's own measure. A text
+//! without any token gets the token count 0 (its key means nothing and must not be grouped).
 use crate::tokenize::{tokenize, TokenStream, Unit};
 use rayon::prelude::*;
 use std::cell::RefCell;
@@ -81,14 +84,32 @@ pub fn key_of(ts: &TokenStream) -> (u64, u64) {
     (xxhash_rust::xxh3::xxh3_64_with_seed(ts.text.as_bytes(), KEY_SEED), ts.len() as u64)
 }
 
-/// Keys and token counts of many texts, in parallel (same answer for any thread count).
+/// (key, number of tokens) of one text in `unit`'s tokens: [`exact_key`] for words.
+pub fn exact_key_in(text: &str, unit: Unit) -> (u64, u64) {
+    if unit == Unit::Word {
+        return exact_key(text);
+    }
+    STREAM.with(|cell| {
+        let mut ts = cell.borrow_mut();
+        tokenize(unit, text, None, &mut ts);
+        key_of(&ts)
+    })
+}
+
+/// Keys and token counts of many texts (word tokens), in parallel (same answer for any thread
+/// count).
 pub fn exact_keys<S: AsRef<str> + Sync>(texts: &[S], keys: &mut [u64], ntokens: &mut [u64]) {
+    exact_keys_in(texts, Unit::Word, keys, ntokens)
+}
+
+/// [`exact_keys`] in `unit`'s tokens.
+pub fn exact_keys_in<S: AsRef<str> + Sync>(texts: &[S], unit: Unit, keys: &mut [u64], ntokens: &mut [u64]) {
     keys.par_iter_mut()
         .zip(ntokens.par_iter_mut())
         .zip(texts.par_iter())
         .with_min_len(64)
         .for_each(|((k, n), t)| {
-            let (kk, nn) = exact_key(t.as_ref());
+            let (kk, nn) = exact_key_in(t.as_ref(), unit);
             *k = kk;
             *n = nn;
         });
@@ -107,6 +128,20 @@ mod tests {
         assert_ne!(a.0, c.0);
         assert_eq!(a.1, 7);
         assert_eq!(exact_key("... !!").1, 0);
+    }
+
+    #[test]
+    fn whitespace_and_char_keys_keep_what_their_units_keep() {
+        // "Rain," and "rain" are the same word but not the same whitespace token or characters
+        let (a, b) = ("Heavy rain, likely", "heavy  RAIN likely");
+        assert_eq!(exact_key_in(a, Unit::Word), exact_key_in(b, Unit::Word));
+        assert_ne!(exact_key_in(a, Unit::Whitespace).0, exact_key_in(b, Unit::Whitespace).0);
+        assert_ne!(exact_key_in(a, Unit::Char).0, exact_key_in(b, Unit::Char).0);
+        // case and spacing still do not matter to them
+        assert_eq!(exact_key_in("Rain,  likely", Unit::Whitespace), exact_key_in("rain, LIKELY ", Unit::Whitespace));
+        assert_eq!(exact_key_in("Rain,  likely", Unit::Char), exact_key_in(" rain, LIKELY", Unit::Char));
+        assert_eq!(exact_key_in("ab c", Unit::Char).1, 4); // a, b, space, c
+        assert_eq!(exact_key_in("   ", Unit::Whitespace).1, 0);
     }
 
     #[test]

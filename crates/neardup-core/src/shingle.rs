@@ -90,10 +90,11 @@ impl Shingler {
         }
     }
 
-    /// True when this shingler's tokens are the exact pass's (word tokens, no stop words):
-    /// the exact key of a text is then the hash of its token stream ([`crate::exactkey::key_of`]).
+    /// True when this shingler's tokens are the exact pass's (its unit's tokens, no stop words
+    /// dropped): the exact key of a text is then the hash of its token stream
+    /// ([`crate::exactkey::key_of`]).
     pub fn tokens_are_exact_keys(&self) -> bool {
-        self.unit == Unit::Word && self.stopwords.is_none()
+        self.stopwords.is_none()
     }
 
     #[inline]

@@ -124,20 +124,24 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     register_exact(m)
 }
 
-/// exact_keys(texts: list[str], threads=None) -> (keys uint64 (n,), ntokens uint64 (n,))
+/// exact_keys(texts: list[str], threads=None, unit="word") -> (keys uint64 (n,), ntokens uint64 (n,))
 #[pyfunction]
-#[pyo3(signature = (texts, threads=None))]
+#[pyo3(signature = (texts, threads=None, unit="word"))]
 fn _exact_keys<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
     threads: Option<usize>,
+    unit: &str,
 ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    let unit = neardup_core::tokenize::Unit::parse(unit).map_err(|e| crate::errors::to_py(py, e))?;
     let owned = crate::convert::Texts::extract(texts)?; // borrowed UTF-8, no copy
     let strs = owned.strs()?;
     let n = strs.len();
     let mut keys = vec![0u64; n];
     let mut ntok = vec![0u64; n];
-    detached_catching(py, || in_pool(threads, || neardup_core::exactkey::exact_keys(&strs, &mut keys, &mut ntok)))??;
+    detached_catching(py, || {
+        in_pool(threads, || neardup_core::exactkey::exact_keys_in(&strs, unit, &mut keys, &mut ntok))
+    })??;
     Ok((keys.into_pyarray(py), ntok.into_pyarray(py)))
 }
 

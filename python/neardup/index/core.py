@@ -52,7 +52,7 @@ from neardup.index.jobs import Job
 from neardup.index.errors import few
 from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.io.records import Checked, Fields
-from neardup.pipeline.signer import Signer
+from neardup.pipeline.signer import Signer, exact_keys
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
@@ -210,9 +210,9 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if probe != meta.get("probe"):
             conn.close()
             raise IndexConfigError(
-                f"{directory}: this build of neardup computes different signatures for the index's scheme "
-                f"({cfg.scheme}, seed {cfg.seed}, k {cfg.k}) than the build that made it "
-                f"({meta.get('neardup_version')}); rebuild the index")
+                f"{directory}: this build of neardup computes different signatures or exact keys for the "
+                f"index's settings ({cfg.scheme}, seed {cfg.seed}, k {cfg.k}, unit {cfg.unit}) than the build "
+                f"that made it ({meta.get('neardup_version')}); rebuild the index")
         try:
             tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max,
                                                                         l0_fold_at=l0_fold_at, merge_max=merge_max)
@@ -656,6 +656,11 @@ EXISTING_ON_WRITER = 1000
 
 def _probe(cfg: IndexConfig) -> str:
     """The signature of a fixed text, stored at creation and compared on every open: a build
-    that signs differently is refused instead of silently mixing signatures."""
+    that signs differently is refused instead of silently mixing signatures. With whitespace
+    or character units the text's exact key follows (keys in those units' own tokens since
+    2026-12-01: an index whose keys were made of word tokens is refused, not mixed)."""
     sig = np.asarray(Signer(cfg.options()).batch([PROBE_TEXT]))[0]
-    return np.asarray(sig).astype("<u4" if cfg.method == "minhash" else "<u8").tobytes().hex()
+    out = np.asarray(sig).astype("<u4" if cfg.method == "minhash" else "<u8").tobytes().hex()
+    if cfg.unit != "word":
+        out += f":{int(exact_keys([PROBE_TEXT], 1, cfg.unit)[0][0]):016x}"
+    return out

@@ -214,7 +214,7 @@ def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int |
     if keyed is not None:
         sigs, ek, ntok = keyed
     else:
-        ek, ntok = exact_keys(texts, threads)
+        ek, ntok = exact_keys(texts, threads, signer.opts.unit)
     has_tok = ntok > 0
     ek = np.where(has_tok, ek, np.uint64(0))
     tok = np.flatnonzero(has_tok)

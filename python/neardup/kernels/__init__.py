@@ -218,12 +218,13 @@ def check_csv(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequenc
 # ---- exact pass -------------------------------------------------------------------------
 
 
-def exact_keys(table: pa.Table, threads: int | None = 1) -> pa.Table:
-    """The local engine's exact key (normalised text hash, ``_core._exact_keys``) and token
-    count of each text; ``xkey`` is 0 for a text with no tokens (it is a document of its own)."""
+def exact_keys(table: pa.Table, threads: int | None = 1, unit: str = "word") -> pa.Table:
+    """The local engine's exact key (normalised text hash in `unit`'s tokens, ``_core._exact_keys``)
+    and token count of each text; ``xkey`` is 0 for a text with no tokens (it is a document of
+    its own)."""
     texts = table.column("text").to_pylist()
     if texts:
-        keys, ntok = _core._exact_keys(texts, threads)
+        keys, ntok = _core._exact_keys(texts, threads, unit)
         keys = np.asarray(keys, dtype=np.uint64)
         ntok = np.asarray(ntok, dtype=np.int64)
     else:
@@ -283,7 +284,7 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
             keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[has_tok]), b, params.rows, threads=params.threads)
     elif len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
-        ek = exact_keys(good, params.threads)
+        ek = exact_keys(good, params.threads, params.unit)
         xkey[idx] = ek.column("xkey").to_numpy()
         ntok[idx] = ek.column("ntok").to_numpy()
         tok = idx[ntok[idx] > 0]

@@ -241,7 +241,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     def consume(batch_texts: list[str], batch_docs: list[int], bytes_done: int) -> None:
         nonlocal t_exact, t_sig, no_tokens
         t0 = time.perf_counter()
-        keys, ntok = exact_keys(batch_texts, opts.threads)
+        keys, ntok = exact_keys(batch_texts, opts.threads, opts.unit)
         bdocs = np.asarray(batch_docs, dtype=np.int64)
         rep = bdocs.copy()  # a document without tokens has nothing to compare: its own group
         has = ntok > 0

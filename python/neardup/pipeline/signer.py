@@ -14,9 +14,10 @@ from neardup.pipeline.options import DedupOptions
 __all__ = ["Signer", "exact_keys"]
 
 
-def exact_keys(texts: list[str], threads: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """The exact-pass key (xxh3 of the normalised text) and the token count of each text."""
-    keys, ntok = _core._exact_keys(texts, threads)
+def exact_keys(texts: list[str], threads: int | None, unit: str = "word") -> tuple[np.ndarray, np.ndarray]:
+    """The exact-pass key (xxh3 of the normalised text, in the tokens of `unit`: the same key,
+    the same shingles) and the token count of each text."""
+    keys, ntok = _core._exact_keys(texts, threads, unit)
     return np.asarray(keys, dtype=np.uint64), np.asarray(ntok, dtype=np.uint64)
 
 

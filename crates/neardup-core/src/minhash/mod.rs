@@ -163,13 +163,13 @@ impl MinHasher {
         shingler.with_tokens(text, |ts| self.sign_stream(shingler, ts, out))
     }
 
-    /// [`MinHasher::from_text`] plus the text's exact key and token count
-    /// ([`crate::exactkey::exact_key`]), from one tokenisation when the shingler's tokens are
-    /// the exact pass's (word tokens, no stop words; otherwise the key tokenises on its own).
+    /// [`MinHasher::from_text`] plus the text's exact key and token count in the shingler's
+    /// unit ([`crate::exactkey::exact_key_in`]), from one tokenisation when the shingler's
+    /// tokens are the exact pass's (no stop words dropped; otherwise the key tokenises on its own).
     pub fn from_text_keyed(&self, shingler: &Shingler, text: &str, out: &mut [u32]) -> (u64, u64) {
         if !shingler.tokens_are_exact_keys() {
             self.from_text(shingler, text, out);
-            return crate::exactkey::exact_key(text);
+            return crate::exactkey::exact_key_in(text, shingler.unit());
         }
         shingler.with_tokens(text, |ts| {
             self.sign_stream(shingler, ts, out);

@@ -66,7 +66,7 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
         if bad:
             raise _rec_error(json.loads(bad[0].error))
     good = checked.filter(F.col("error").isNull())
-    docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads), ["xkey", "ntok"]),
+    docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.unit), ["xkey", "ntok"]),
                 _CHECKED_DDL + ", xkey BIGINT, ntok BIGINT")
     bands = _map(docs.filter(F.col("ntok") > 0).select("pos", "text"), lambda t: K.band_rows(t, params),
                  "band INT, key BIGINT, pos BIGINT")
