@@ -301,6 +301,17 @@ def test_cli_query_inputs(tmp_path, corpus, capsys, monkeypatch):
     assert "not valid UTF-8 (byte 0xff at offset 3)" in capsys.readouterr().err
     assert main(["index", "stats", d]) == 0
     assert json.loads(capsys.readouterr().out)["documents"] == len(corpus)
+    # a query's ids name nothing: an index holding a document "query", or two text files of one
+    # name, refused every query as an add ("1 id(s) already in the index: 'query'")
+    assert main(["index", "add", d, h.write_jsonl(tmp_path / "q.jsonl", [{"id": "query", "text": "the query"}])]) == 0
+    capsys.readouterr()
+    assert main(["index", "query", d, "--text", corpus[1]["text"]]) == 0
+    assert json.loads(capsys.readouterr().out)["closest"] == corpus[1]["id"]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "article.txt").write_text(corpus[2]["text"], encoding="utf-8")
+    assert main(["index", "query", d, "--text-file", str(art), "--text-file", str(tmp_path / "sub" / "article.txt")]) == 0
+    vs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [v["closest"] for v in vs] == [corpus[0]["id"], corpus[2]["id"]]
 
 
 
@@ -356,3 +367,100 @@ def test_cli_init_says_what_was_made(tmp_path, capsys):
     assert main(["index", "init", str(tmp_path / "s"), "--method", "simhash", "--max-distance", "3"]) == 0
     out = capsys.readouterr().out
     assert "simhash k=5 max_distance=3 (4 blocks)" in out and "num_perm" not in out and "bands" not in out
+
+
+def test_a_closed_index_refuses_to_be_used(tmp_path):
+    # it took the writer lock again and kept it until the process ended (other writers: locked)
+    from neardup.index import IndexClosedError
+
+    Index.create(tmp_path / "ix").close()
+    ix = Index.open(tmp_path / "ix")
+    ix.close()
+    for use in (lambda: ix.add([{"id": "a", "text": "heavy rain"}]), ix.stats, lambda: ix.remove(["a"]),
+                lambda: ix.query("heavy rain"), lambda: ix.get_document("a")):
+        with pytest.raises(IndexClosedError, match="the index was closed"):
+            use()
+    with Index.open(tmp_path / "ix") as again:  # the lock is free
+        again.add([{"id": "a", "text": "heavy rain"}])
+
+
+def test_cli_add_says_whether_an_interrupted_batch_went_in(tmp_path, capsys, monkeypatch):
+    # "interrupted" alone, after the commit, left a user thinking nothing had been added
+    from neardup.cli import main
+    from neardup.index import core
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(core.Index, "totals", interrupt)  # after the add's commit
+        assert main(["index", "add", d, f]) == 130
+    assert "interrupted; the batch had been committed" in capsys.readouterr().err
+    g = h.write_jsonl(tmp_path / "b.jsonl", [{"id": "b", "text": "another story"}])
+    with monkeypatch.context() as m:
+        m.setattr(core.Index, "add", interrupt)  # before it
+        assert main(["index", "add", d, g]) == 130
+    assert "interrupted; nothing was added" in capsys.readouterr().err
+    with monkeypatch.context() as m:
+        m.setattr(core.Index, "remove", interrupt)
+        assert main(["index", "remove", d, "--ids", "a"]) == 130
+    assert "interrupted; nothing was removed" in capsys.readouterr().err
+
+
+def test_cli_add_verdicts_file_is_checked_before_the_add(tmp_path, capsys):
+    # it was written after the commit: a bad name lost the verdicts of a batch that went in
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+    capsys.readouterr()
+    assert main(["index", "add", d, f, "--verdicts", str(tmp_path / "no" / "v.jsonl")]) == 5
+    assert main(["index", "add", d, f, "--verdicts", str(tmp_path)]) == 5
+    assert "is a directory" in capsys.readouterr().err
+    assert Index.open(d).totals()["documents"] == 0  # nothing was added
+    assert main(["index", "add", d, f, "--verdicts", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["id"] == "a" and "added 1 document" in err  # the summary out of the verdicts' way
+
+
+def test_cli_says_os_and_disk_errors_without_a_traceback(tmp_path, capsys, monkeypatch):
+    import sqlite3
+
+    from neardup.cli import main
+    from neardup.index import core
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["index", "init", str(afile)]) == 5  # a file where the directory goes
+    assert main(["index", "init", str(afile / "sub")]) == 5
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Not a directory" in err
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    assert main(["index", "remove", d, "--ids-file", str(tmp_path)]) == 4
+    assert "Is a directory" in capsys.readouterr().err
+    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+
+    def full(*a, **k):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with monkeypatch.context() as m:
+        m.setattr(core.Index, "add", full)
+        assert main(["index", "add", d, f]) == 5
+    assert "cannot write: the disk is full" in capsys.readouterr().err
+    # a damaged count in meta: the index is damaged (exit 7), the key named, and recount mends it
+    import sqlite3 as sq
+
+    c = sq.connect(str(tmp_path / "ix" / "index.sqlite"))
+    c.execute("UPDATE meta SET value = 'abc' WHERE key = 'documents'")
+    c.commit()
+    c.close()
+    assert main(["index", "stats", d]) == 7
+    assert "the count 'documents' in meta is 'abc'" in capsys.readouterr().err
+    assert main(["index", "check", d, "--recount"]) == 0
+    assert main(["index", "stats", d]) == 0

@@ -3,6 +3,7 @@ from neardup.index.core import Index, IndexConfig, Verdict
 from neardup.index.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
+    IndexClosedError,
     IndexConfigError,
     IndexCorruptError,
     IndexError_,
@@ -15,5 +16,5 @@ IndexFailure = IndexError_
 
 __all__ = [
     "Index", "IndexConfig", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
-    "IndexLockedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
+    "IndexLockedError", "IndexClosedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
 ]

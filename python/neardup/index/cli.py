@@ -239,6 +239,12 @@ def run(a: argparse.Namespace) -> int:
             (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}" + nothing),
             (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
             (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
+            (_DiskFull, EXIT_OUTPUT, "neardup {prog}: cannot write: the disk is full ({exc}); the index is as it "
+                                     "was before this command"),
+            # an operating system's error no rule above names (a file where a directory goes, a
+            # directory where a file goes, ...): said, not a traceback
+            (OSError, EXIT_OUTPUT if name in ("index init", "index export", "index compact") else EXIT_INPUT,
+             "neardup {prog}: {exc}"),
             ((InvalidParameterError, ValueError), EXIT_USAGE, "neardup {prog}: {exc}"),
             (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
         ])
@@ -285,20 +291,28 @@ def _without_cyclic_gc():
 
 def _add(a) -> int:
     from neardup.index import Index
-    from neardup.io.writers import atomic_open, dumps
+    from neardup.io.writers import dumps
 
     t0 = time.perf_counter()
-    with _without_cyclic_gc(), Index.open(a.dir, threads=a.threads, k=a.k, num_perm=a.num_perm, scheme=a.scheme,
-                                          seed=a.seed, threshold=a.threshold, segment_min=a.segment_min,
-                                          l0_max=a.l0_max) as idx:
-        verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
-        st = idx.totals()
-    dt = time.perf_counter() - t0
+    before = None
+    try:
+        # the verdicts' file is opened before the add: one that cannot be written is said while
+        # nothing is added yet (it was found after the commit: the batch in, its verdicts lost)
+        with _verdicts_out(a.verdicts) as vf:
+            with _without_cyclic_gc(), Index.open(a.dir, threads=a.threads, k=a.k, num_perm=a.num_perm,
+                                                  scheme=a.scheme, seed=a.seed, threshold=a.threshold,
+                                                  segment_min=a.segment_min, l0_max=a.l0_max) as idx:
+                before = idx.stats()["batches"]
+                verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+                st = idx.totals()
+            dt = time.perf_counter() - t0
+            if vf is not None:
+                for v in verdicts:
+                    vf.write(dumps(v.as_dict()) + "\n")
+    except KeyboardInterrupt:
+        return _interrupted("add", a.dir, before)
     dup = verdicts.duplicates
-    if a.verdicts:
-        with atomic_open(a.verdicts) as f:
-            for v in verdicts:
-                f.write(dumps(v.as_dict()) + "\n")
+    out = sys.stderr if a.verdicts == "-" else sys.stdout  # (stdout holds the verdicts then)
     bad_times = verdicts.unreadable_times
     summary = {"added": len(verdicts), "new": len(verdicts) - dup, "duplicates": dup, "seconds": round(dt, 3),
                "documents": st["documents"], "clusters": st["clusters"], "unreadable_times": len(bad_times)}
@@ -308,12 +322,38 @@ def _add(a) -> int:
               f"for the keeper rule (the values are kept with the documents' fields): {first}"
               + (" ..." if len(bad_times) > 3 else ""), file=sys.stderr)
     if a.json:
-        print(json.dumps(summary))
+        print(json.dumps(summary), file=out)
     else:
         print(f"added {_n(len(verdicts), 'document')} in {dt:.2f} s: {_n(len(verdicts) - dup, 'new story', 'new stories')}, "
               f"{_n(dup, 'duplicate')}; the index holds {_n(st['documents'], 'document')}, "
-              f"{_n(st['clusters'], 'cluster')} of two or more")
+              f"{_n(st['clusters'], 'cluster')} of two or more", file=out)
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _verdicts_out(path: str | None):
+    """Where `add --verdicts` writes: nothing (None), stdout ("-"), a file that is not a regular
+    one (a pipe, /dev/stdout: written as it is, not replaced by a file), else a regular file
+    written atomically (complete, or the old one left)."""
+    from neardup.io.errors import OutputError
+    from neardup.io.writers import atomic_open
+
+    if path is None:
+        yield None
+    elif path == "-":
+        yield sys.stdout
+    elif os.path.isdir(path):
+        raise OutputError(f"{path}: is a directory (--verdicts names a file)")
+    elif os.path.exists(path) and not os.path.isfile(path):
+        try:
+            f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+        with f:
+            yield f
+    else:
+        with atomic_open(path) as f:
+            yield f
 
 
 #: file names that look like a plain text, not records (query's hint to use --text-file)
@@ -443,10 +483,41 @@ def _remove(a) -> int:
     if not ids and cutoff is None:
         print("neardup index remove: give --ids, --ids-file or --older-than", file=sys.stderr)
         return EXIT_USAGE
-    with Index.open(a.dir) as idx:
-        n = idx.remove(ids, older_than=cutoff, scrub=not a.no_scrub)
+    before = None
+    try:
+        with Index.open(a.dir) as idx:
+            before = idx.stats()["batches"]
+            n = idx.remove(ids, older_than=cutoff, scrub=not a.no_scrub)
+    except KeyboardInterrupt:
+        return _interrupted("remove", a.dir, before)
     print(f"removed {n:,} documents")
     return EXIT_OK
+
+
+def _interrupted(what: str, directory: str, before: int | None) -> int:
+    """Ctrl-C during an add or a remove: whether it went in, from the index itself (a commit
+    is all or nothing; "interrupted" alone left a user thinking nothing had happened when the
+    batch was in)."""
+    from neardup.index import Index
+
+    done = None
+    if before is not None:
+        try:
+            with Index.open(directory) as idx:
+                done = idx.stats()["batches"] > before
+        except Exception:  # noqa: BLE001 - the message then says it does not know
+            done = None
+    if done is None:
+        state = "whether it was committed is not known: look with `neardup index stats`"
+    elif not done:
+        state = "nothing was " + ("added" if what == "add" else "removed")
+    elif what == "add":
+        state = "the batch had been committed: its documents are in the index"
+    else:
+        state = ("the removal had been committed; removed texts not yet overwritten in the text log are "
+                 "overwritten by `neardup index compact`")
+    print(f"neardup index {what}: interrupted; {state}", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 def _compact(a) -> int:
@@ -468,6 +539,23 @@ def _check(a) -> int:
         r = idx.check()
     print(f"index is sound: SQLite {r['sqlite']}, {r['segments']} segment(s), {r['texts']:,} texts checked")
     return EXIT_OK
+
+
+class _DiskFullMeta(type):
+    """isinstance(exc, _DiskFull): SQLite's "database or disk is full" (SQLITE_FULL), or an
+    operating system's ENOSPC."""
+
+    def __instancecheck__(cls, exc) -> bool:
+        import errno
+        import sqlite3
+
+        if isinstance(exc, sqlite3.OperationalError):
+            return "disk is full" in str(exc) or getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL"
+        return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+class _DiskFull(metaclass=_DiskFullMeta):
+    pass
 
 
 def _listen_error() -> type:

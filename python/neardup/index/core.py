@@ -25,6 +25,7 @@ from neardup.errors import InvalidParameterError
 from neardup.index import store
 from neardup.index.errors import (
     DocumentNotFoundError,
+    IndexClosedError,
     DuplicateIdError,
     FileGoneError,
     IndexConfigError,
@@ -283,6 +284,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
     # ------------------------------------------------------------------ connections, state
     def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise IndexClosedError(f"{self.directory}: the index was closed")
         c = getattr(self._local, "conn", None)
         if c is None:
             c = store.connect(os.path.join(self.directory, DB_NAME))
@@ -292,6 +295,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
     def _writer(self) -> sqlite3.Connection:
         """Take the writer lock (once) and recover from an interrupted write."""
+        if self._closed:
+            raise IndexClosedError(f"{self.directory}: the index was closed")
         if self._wconn is None:
             self._lock.acquire()
             conn = store.connect(os.path.join(self.directory, DB_NAME))
@@ -531,7 +536,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         while holding a lock that keeps every other add out until this one returns (the
         service's GroupWriter does, per request, to refuse just the request with a used id);
         the add then does not look them up a second time. (Were one present anyway, the
-        insert's UNIQUE constraint would refuse the whole add: nothing is half-written.)"""
+        insert's UNIQUE constraint would refuse the whole add: nothing is half-written.) With
+        `dry_run`, `ids_checked=True` checks no id at all (``query``: its ids name nothing)."""
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:
             conn = self._conn()
@@ -539,7 +545,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             def plan():
                 conn.execute("BEGIN")
                 try:
-                    return self._plan(conn, docs, extras).verdicts
+                    return self._plan(conn, docs, extras, ids_checked=ids_checked).verdicts
                 finally:
                     if conn.in_transaction:
                         conn.execute("COMMIT")
@@ -596,7 +602,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         elif isinstance(inputs, list) and inputs and all(isinstance(t, str) for t in inputs) and not all(
                 os.path.exists(t) for t in inputs):
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
-        return self.add(inputs, fields=fields, max_chars=max_chars, dry_run=True)
+        # the ids of a query name nothing in the index: one the index holds ("query", a text
+        # file's name) or two alike (two files of one name) are not refused as an add's are
+        docs, extras = self._checked(inputs, fields, max_chars)
+        return self.add_checked(docs, extras, dry_run=True, ids_checked=True)
 
     def _text_files(self, conn) -> list[tuple[int, str, int]]:
         """The rows of text_files (file, name, committed) by file number; read once per add (the

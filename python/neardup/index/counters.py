@@ -46,7 +46,16 @@ def recount(conn: sqlite3.Connection) -> dict[str, int]:
 def read(conn: sqlite3.Connection) -> dict[str, int]:
     """The counts kept in ``meta``."""
     rows = dict(conn.execute(f"SELECT key, value FROM meta WHERE key IN ({','.join('?' * len(NAMES))})", NAMES))
-    return {k: int(rows[k]) for k in NAMES}
+    out = {}
+    for k in NAMES:
+        try:
+            out[k] = int(rows[k])
+        except (KeyError, ValueError):
+            from neardup.index.errors import IndexCorruptError
+
+            raise IndexCorruptError(f"the count {k!r} in meta is {'missing' if k not in rows else repr(rows[k])}, "
+                                    "not a number: `neardup index check --recount` counts again") from None
+    return out
 
 
 def store(conn: sqlite3.Connection, counts: dict[str, int]) -> None:

@@ -8,6 +8,7 @@ __all__ = [
     "IndexNotFoundError",
     "IndexExistsError",
     "IndexLockedError",
+    "IndexClosedError",
     "IndexCorruptError",
     "IndexConfigError",
     "DuplicateIdError",
@@ -31,6 +32,11 @@ class IndexExistsError(IndexError_, FileExistsError):
 
 class IndexLockedError(IndexError_, RuntimeError):
     """Another process holds the index's writer lock: one writer at a time."""
+
+
+class IndexClosedError(IndexError_, RuntimeError):
+    """The :class:`~neardup.index.Index` was closed: open it again to use it (a closed one
+    used to take the writer lock again, and keep it until the process ended)."""
 
 
 class IndexCorruptError(IndexError_, RuntimeError):

@@ -26,8 +26,8 @@ import numpy as np
 
 from neardup import _core
 from neardup.errors import InvalidInputError
-
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
+from neardup.io.errors import OutputError
 from neardup.index.segment import Postings, read_segment
 
 #: 4: counts of documents, stories, clusters and text bytes in meta (counters.py);
@@ -147,6 +147,11 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         conn.execute("PRAGMA cache_size = -65536")
     except sqlite3.DatabaseError as exc:
         conn.close()
+        d = os.path.dirname(path) or "."
+        if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK)):
+            # SQLite in WAL mode makes its -wal and -shm files beside the database, reads too
+            raise OutputError(f"{d}: the index's directory and database must be writable, by readers too "
+                              f"(SQLite keeps its -wal and -shm files there): {exc}") from exc
         raise IndexCorruptError(f"{path}: not a readable SQLite database ({exc})") from exc
     return conn
 
