@@ -229,7 +229,7 @@ def _cmd_eval(a: argparse.Namespace) -> int:
           f"F1 {r['pairwise_f1']:.4f}; adjusted Rand index {r['adjusted_rand_index']:.4f}")
     for bnd in r["recall_by_jaccard"]:
         print(f"    J {bnd['from']:.2f}-{bnd['to']:.2f}: {bnd['pairs']:>7,} pairs, recall {bnd['recall']:.4f}")
-    print(f"wrote {os.path.join(a.outdir, 'eval.json')}" + (f" and {png}" if png else ""))
+    print(f"wrote {os.path.join(a.outdir, 'eval.json')}" + (f" and {r['png']}" if r.get("png") else ""))
     return EXIT_OK
 
 
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from neardup.errors import InvalidParameterError, NeardupError
+    from neardup.errors import InvalidInputError, InvalidParameterError, NeardupError
     from neardup.io.errors import InputFileError, OutputError, RecordError
 
     args = sys.argv[1:] if argv is None else list(argv)
@@ -290,11 +290,13 @@ def _main(argv: list[str] | None) -> int:
     except (KeyboardInterrupt, Exception) as exc:
         return exit_for(exc, a.command, [
             (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup: interrupted"),
-            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}\n(use --on-error skip to skip bad "
-                                       "records and list them in report.json)"),
+            (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}\n" + (
+                "(eval reads the corpus as the run did, with its --on-error: is it the corpus the run read?)"
+                if a.command == "eval" else "(use --on-error skip to skip bad records and list them in report.json)")),
             (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
             (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
             (InvalidParameterError, EXIT_USAGE, "neardup {prog}: {exc}"),
+            (InvalidInputError, EXIT_INPUT, "neardup {prog}: {exc}"),
             (FileNotFoundError, EXIT_INPUT, "neardup {prog}: {exc}"),
             (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
         ])

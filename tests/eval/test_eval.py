@@ -175,3 +175,27 @@ def test_eval_png(tmp_path):
     neardup.dedup(path, tmp_path / "run", time_field=None)
     assert main(["eval", path, str(tmp_path / "run"), "--threshold", "0.5"]) == 0
     assert (tmp_path / "run" / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eval_refuses_what_it_cannot_score(tmp_path, capsys):
+    # against another corpus than the run's it printed recall and precision 1.0 (the run's ids
+    # were simply not found); user mistakes were tracebacks (exit 1)
+    path, _ = small_corpus(tmp_path, seed=3)
+    (tmp_path / "o").mkdir()
+    other, _ = small_corpus(tmp_path / "o", seed=4)
+    out = tmp_path / "run"
+    neardup.dedup(path, out, time_field=None)
+    assert main(["eval", other, str(out), "--png", "none"]) == 4
+    assert "is not a run over this corpus" in capsys.readouterr().err
+    assert main(["eval", str(out), path, "--png", "none"]) == 4  # swapped
+    assert "give the corpus first" in capsys.readouterr().err
+    for bad in ("0", "1.5", "nan", "-1"):
+        assert main(["eval", path, str(out), "--threshold", bad, "--png", "none"]) == 2
+    assert "threshold must be in (0, 1]" in capsys.readouterr().err
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "report.json").write_text('{"a": 1}')
+    assert main(["eval", path, str(tmp_path / "junk"), "--png", "none"]) == 4
+    assert "not the report of a neardup dedup run" in capsys.readouterr().err
+    (tmp_path / "junk" / "report.json").write_text("{not json")
+    assert main(["eval", path, str(tmp_path / "junk"), "--png", "none"]) == 4
+    assert "cannot read it as JSON" in capsys.readouterr().err

@@ -15,7 +15,8 @@ import numpy as np
 
 import neardup
 from neardup.evaluate.metrics import adjusted_rand_index, co_clustered, pairwise_scores
-from neardup.io.errors import RecordError
+from neardup.errors import InvalidInputError, InvalidParameterError
+from neardup.io.errors import InputFileError, RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 from neardup.io.writers import atomic_open
@@ -83,11 +84,13 @@ def _read_jsonl(path: str) -> list[dict]:
 def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | None = None,
              threads: int | None = None, write: bool = True) -> dict:
     """Compare a dedup run's outputs in `outdir` with the exact ground truth of `corpus`."""
-    with open(os.path.join(outdir, "report.json"), encoding="utf-8") as f:
-        report = json.load(f)
+    report = _report(outdir)
     o = report["options"]
     fields = Fields(**{**o["fields"], "time": None, "source": None})  # only ids and texts matter here
-    t = float(threshold if threshold is not None else o["threshold"])
+    t = threshold if threshold is not None else o["threshold"]
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0.0 < t <= 1.0:
+        raise InvalidParameterError(f"threshold must be in (0, 1], got {t!r}")
+    t = float(t)
     gt = ground_truth(corpus, t, fields=fields, k=o["k"], unit=o["unit"], on_error=o["on_error"],
                       max_chars=o["max_chars"], threads=threads)
     n = len(gt.ids)
@@ -101,6 +104,13 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
         idx = [i for i in idx if i is not None]
         if idx:
             pred[idx] = n + int(row["cluster"])
+    if unknown or report.get("documents") not in (None, n):
+        # scores against another corpus than the run's are meaningless (they read 1.0: its
+        # clusters' ids were simply not found)
+        raise InvalidInputError(
+            f"{outdir} is not a run over this corpus: the run read {report.get('documents', '?'):,} documents, "
+            f"the corpus has {n:,}" + (f", and {unknown:,} ids of its clusters are not in the corpus" if unknown else "")
+            + " (give the corpus the run read, then the run's output directory)")
     found = co_clustered(pred, gt.pairs)
     # precision of the reported pairs: exact Jaccard of each against the threshold
     rep = _read_jsonl(os.path.join(outdir, "pairs.jsonl"))
@@ -145,6 +155,28 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
     if png:
         from neardup.evaluate.plot import histogram
 
+        if os.path.isdir(png):
+            png = os.path.join(png, "eval.png")
+        elif not os.path.splitext(png)[1]:
+            png += ".png"  # (matplotlib adds it: the file written is named for what is said)
         histogram(gt.jaccard, found, t, png)
         result["png"] = png
     return result
+
+
+def _report(outdir: str) -> dict:
+    """The run's report.json; :class:`InputFileError` saying what is wrong with `outdir`."""
+    path = os.path.join(outdir, "report.json")
+    if not os.path.isdir(outdir):
+        raise InputFileError(f"{outdir}: not a directory: give the corpus first, then the run's output directory")
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except FileNotFoundError:
+        raise InputFileError(f"{outdir}: no report.json: not the output directory of a neardup dedup run") from None
+    except (OSError, ValueError) as exc:
+        raise InputFileError(f"{path}: cannot read it as JSON: {exc}") from None
+    o = report.get("options") if isinstance(report, dict) else None
+    if not isinstance(o, dict) or not all(k in o for k in ("fields", "threshold", "k", "unit", "on_error", "max_chars")):
+        raise InputFileError(f"{path}: not the report of a neardup dedup run (its options are missing)")
+    return report
