@@ -464,3 +464,16 @@ def test_cli_says_os_and_disk_errors_without_a_traceback(tmp_path, capsys, monke
     assert "the count 'documents' in meta is 'abc'" in capsys.readouterr().err
     assert main(["index", "check", d, "--recount"]) == 0
     assert main(["index", "stats", d]) == 0
+
+
+def test_index_settings_are_checked_as_dedups(tmp_path):
+    from neardup.errors import InvalidParameterError
+
+    with Index.create(tmp_path / "a", prefer_source="agency,wire") as ix:  # as dedup reads it
+        assert ix.config.prefer_source == ("agency", "wire")  # was ('a', 'g', 'e', ...)
+    Index.open(tmp_path / "a", prefer_source="agency,wire").close()
+    for kw, what in [(dict(store_text="no"), "store_text"), (dict(prefer_source=[1]), "prefer_source"),
+                     (dict(k="5"), "k must be an integer"), (dict(colour="red"), "unknown index setting 'colour'")]:
+        with pytest.raises(InvalidParameterError, match=what):
+            Index.create(tmp_path / "b", **kw)
+        assert not (tmp_path / "b").exists()

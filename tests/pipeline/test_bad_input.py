@@ -458,3 +458,26 @@ def test_binary_id_text_and_title_are_their_utf8_text(tmp_path):
     pq.write_table(pa.table({"id": ["a"], "text": pa.array([b"caf\xe9 au lait"], pa.binary())}), as_bin)
     with pytest.raises(RecordError, match="text is not valid UTF-8 \\(byte 0xe9 at offset 3\\)"):
         neardup.dedup(str(as_bin), None)
+
+
+@pytest.mark.parametrize("kw", [dict(k="5"), dict(recall="0.9"), dict(threads=1.5), dict(prefer_source=5),
+                                dict(threshold=True), dict(prefer_source=[1, 2]), dict(batch_size=None)])
+def test_options_of_the_wrong_type_are_parameter_errors(kw):
+    # they were bare TypeErrors from a comparison, or (threshold=True) taken as 1
+    from neardup.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="must be"):
+        neardup.dedup(GOOD, None, **kw)
+
+
+def test_inputs_that_are_neither_paths_nor_records():
+    from neardup.errors import InputTypeError
+
+    with pytest.raises(InputTypeError, match="one record \\(a dict\\) was given"):
+        neardup.dedup(GOOD[0], None)  # was "id: no such file" (its keys taken for paths)
+    with pytest.raises(InputTypeError, match=r"inputs\[0\]: expected a path"):
+        neardup.dedup([5, "x.jsonl"], None)
+    # records with one that is not a mapping: that record's error, not a TypeError about paths
+    res = neardup.dedup(GOOD + [None], None, on_error="skip")
+    assert res.report["skipped_records"][0]["reason"] == "expected a mapping, got NoneType"
+    assert neardup.dedup(GOOD, None, k=__import__("numpy").int64(3)).report["documents"] == 3  # a NumPy int is an int

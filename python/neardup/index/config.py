@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from neardup.errors import InvalidParameterError
 from neardup.pipeline.candidates import choose_bands
-from neardup.pipeline.options import DedupOptions
+from neardup.pipeline.options import DedupOptions, source_names
 
 __all__ = ["CONFIG_KEYS", "IndexConfig"]
 
@@ -54,6 +54,11 @@ class IndexConfig:
                             prefer_source=tuple(self.prefer_source), threads=threads)
 
     def check(self) -> None:
+        # prefer_source="agency" was stored as ('a', 'g', 'e', 'n', 'c', 'y'); store_text="no" as
+        # "store texts"
+        self.prefer_source = source_names(self.prefer_source)
+        if not isinstance(self.store_text, bool):
+            raise InvalidParameterError(f"store_text must be True or False, got {self.store_text!r}")
         if self.method not in ("minhash", "simhash"):
             raise InvalidParameterError(f"method must be 'minhash' or 'simhash', got {self.method!r}")
         if self.method == "simhash" and self.signature_bits != 32:

@@ -43,7 +43,8 @@ from neardup.index import pending as pend
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.verdicts import Verdict, Verdicts
-from neardup.index.config import IndexConfig
+from neardup.index.config import CONFIG_KEYS, IndexConfig
+from neardup.pipeline.options import source_names
 from neardup.index.planning import Planning
 from neardup.index.committing import Committing
 from neardup.index.removal import Removal
@@ -111,7 +112,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         directory = os.fspath(directory)
         tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at,
                                          merge_max=merge_max)
-        cfg = IndexConfig(**{k: (tuple(v) if k == "prefer_source" else v) for k, v in settings.items()})
+        unknown = sorted(set(settings) - set(CONFIG_KEYS))
+        if unknown:
+            raise InvalidParameterError(f"unknown index setting {unknown[0]!r} (settings: {', '.join(CONFIG_KEYS)})")
+        cfg = IndexConfig(**settings)  # (check() reads prefer_source as dedup does)
         cfg.check()
         os.makedirs(directory, exist_ok=True)
         db = os.path.join(directory, DB_NAME)
@@ -200,7 +204,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             if k not in stored:
                 conn.close()
                 raise InvalidParameterError(f"unknown index setting {k!r}")
-            want = list(v) if k == "prefer_source" else v
+            want = list(source_names(v)) if k == "prefer_source" else v
             if want != stored[k]:
                 diffs.append(f"{k}: index has {stored[k]!r}, asked for {want!r}")
         if diffs:

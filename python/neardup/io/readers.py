@@ -24,6 +24,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from neardup.errors import InputTypeError
 from neardup.io.errors import InputFileError, RecordError
 from neardup.io.records import is_valid_unicode
 
@@ -471,14 +472,23 @@ def open_sources(inputs: Any) -> list[Source]:
     """Turn what the user passed (paths, ``"-"``, a list of dicts) into sources."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
-    inputs = list(inputs)
-    if inputs and all(isinstance(x, Mapping) for x in inputs):
+    if isinstance(inputs, Mapping):  # (iterated, its keys were taken for file names)
+        raise InputTypeError("inputs: one record (a dict) was given: give a list of records")
+    try:
+        inputs = list(inputs)
+    except TypeError:
+        raise InputTypeError(f"inputs: expected a path, a list of paths or a list of records, "
+                             f"got {type(inputs).__name__}") from None
+    if inputs and any(isinstance(x, Mapping) for x in inputs):
+        # records; one that is not a mapping is that record's error ("expected a mapping")
         return [RecordsSource(inputs)]
     sources: list[Source] = []
-    for item in inputs:
+    for i, item in enumerate(inputs):
         if isinstance(item, Source):
             sources.append(item)
             continue
+        if not isinstance(item, (str, os.PathLike)):
+            raise InputTypeError(f"inputs[{i}]: expected a path, '-' or a record (a dict), got {type(item).__name__}")
         path = os.fspath(item)
         if path == "-":
             sources.append(_StdinSource())

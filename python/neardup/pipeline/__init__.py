@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from neardup.io.records import Fields
-from neardup.pipeline.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions
+from neardup.pipeline.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions, source_names
 from neardup.pipeline.run import DedupResult, run
 
 __all__ = ["dedup", "DedupOptions", "DedupResult"]
@@ -61,14 +61,13 @@ def dedup(
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
     """
-    if isinstance(prefer_source, str):
-        prefer_source = [s for s in prefer_source.split(",") if s]
+    prefer_source = source_names(prefer_source)
     opts = DedupOptions(
         fields=Fields(id=id_field, text=text_field, title=title_field, time=time_field or None,
                       source=source_field or None),
         method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed,
         threshold=threshold, recall=recall, bands=bands, rows=rows, max_distance=max_distance,
-        verify=verify, measure=measure, prefer_source=tuple(prefer_source), on_error=on_error,
+        verify=verify, measure=measure, prefer_source=prefer_source, on_error=on_error,
         max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
         progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
         large_bucket=large_bucket,

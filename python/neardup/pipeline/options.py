@@ -3,6 +3,7 @@ runners), with their checks."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import asdict, dataclass, field
 
 from neardup.errors import InvalidParameterError
@@ -25,6 +26,23 @@ DEFAULT_SCHEME = "oph"
 FORMATS = ("jsonl", "parquet")
 #: Default of ``large_bucket``: buckets above this many documents are not listed pair by pair.
 LARGE_BUCKET = 100
+
+
+def source_names(value) -> tuple:
+    """``prefer_source`` as given: names, or one string of comma-separated names ("agency" is
+    one name, not six letters)."""
+    if isinstance(value, str):
+        return tuple(x for x in value.split(",") if x)
+    try:
+        return tuple(value)
+    except TypeError:
+        raise InvalidParameterError(f"prefer_source must be source names (a list of strings, or one string "
+                                    f"of comma-separated names), got {value!r}") from None
+
+
+def _is_int(v) -> bool:
+    """An integer (a NumPy one too), not a bool."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 @dataclass
@@ -68,6 +86,20 @@ class DedupOptions:
         def bad(msg: str) -> None:
             raise InvalidParameterError(msg)
 
+        # types first: k="5" or threads=1.5 raised a bare TypeError from a comparison, and
+        # threshold=True was taken as 1
+        for name in ("k", "num_perm", "seed", "max_distance", "max_chars", "batch_size"):
+            if not _is_int(getattr(self, name)):
+                bad(f"{name} must be an integer, got {getattr(self, name)!r}")
+        for name in ("bands", "rows", "threads"):
+            if getattr(self, name) is not None and not _is_int(getattr(self, name)):
+                bad(f"{name} must be an integer or None, got {getattr(self, name)!r}")
+        for name in ("threshold", "recall"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                bad(f"{name} must be a number, got {v!r}")
+        if not all(isinstance(x, str) for x in self.prefer_source):
+            bad(f"prefer_source must be source names (strings), got {list(self.prefer_source)!r}")
         if self.method not in METHODS:
             bad(f"method must be one of {METHODS}, got {self.method!r}")
         if self.verify not in VERIFY:
