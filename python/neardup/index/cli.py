@@ -515,7 +515,7 @@ def _interrupted(what: str, directory: str, before: int | None) -> int:
         state = "the batch had been committed: its documents are in the index"
     else:
         state = ("the removal had been committed; removed texts not yet overwritten in the text log are "
-                 "overwritten by `neardup index compact`")
+                 "overwritten when the index is next opened for writing (an add, a remove, a compact)")
     print(f"neardup index {what}: interrupted; {state}", file=sys.stderr)
     return EXIT_INTERRUPTED
 

@@ -312,6 +312,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             self._recover(conn)
             self._pending = pend.PendingLog(has_rows=False)
             self._wconn = conn
+            self._scrub(conn)  # removed texts an interrupted remove had yet to overwrite
         return self._wconn
 
     def _recover(self, conn: sqlite3.Connection) -> None:

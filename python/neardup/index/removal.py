@@ -163,6 +163,9 @@ class Removal:
                     # a removed text must not be written back into the log by a recovery
                     conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
                 conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", inherited)
+                if scrub and self.config.store_text:  # zeroed after the commit, or by the next writer's open
+                    conn.executemany("INSERT INTO scrubs VALUES (?, ?, ?)",
+                                     [(f, off, ln) for _, _, f, off, ln in rows if f is not None and ln])
                 conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
                 conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
                 conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
@@ -183,15 +186,32 @@ class Removal:
                 conn.execute("PRAGMA secure_delete = FAST")
         self._after_remove(before, gen, dl)
         if scrub and self.config.store_text:
-            self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost
-            names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
-            for _, _, f, off, ln in rows:
-                if f is not None and ln:
-                    with open(os.path.join(self.directory, names[f]), "r+b") as fh:
-                        fh.seek(off)
-                        fh.write(b"\0" * ln)
-                        os.fsync(fh.fileno())
+            self._scrub(conn)
         return len(gone)
+
+    def _scrub(self, conn) -> None:
+        """Overwrite the texts listed in ``scrubs`` with zeros, fsync each file once, then delete
+        the rows. Called after a scrubbing remove's commit, and by a writer's open for what an
+        interrupted one left (a Ctrl-C or a kill during the overwriting left removed texts
+        readable in the log for good: nothing listed them)."""
+        todo = conn.execute("SELECT rowid, file, offset, length FROM scrubs").fetchall()
+        if not todo:
+            return
+        self._committed_for_good()  # a text zeroed for a removal that a power cut undid: lost
+        names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
+        by_file: dict[int, list[tuple[int, int]]] = {}
+        for _, f, off, ln in todo:
+            by_file.setdefault(f, []).append((off, ln))
+        for f, spans in by_file.items():
+            if f not in names:  # a compact rewrote the log without it since
+                continue
+            with open(os.path.join(self.directory, names[f]), "r+b") as fh:
+                for off, ln in sorted(spans):
+                    fh.seek(off)
+                    fh.write(b"\0" * ln)
+                os.fsync(fh.fileno())
+        with immediate(conn):
+            conn.executemany("DELETE FROM scrubs WHERE rowid = ?", [(r[0],) for r in todo])
 
     def _pick(self, members: list[dict]) -> dict:
         m = len(members)
@@ -253,6 +273,8 @@ class Removal:
                 conn.execute("DELETE FROM segments")
                 conn.execute("DELETE FROM level0")
                 conn.execute("DELETE FROM tombstones")
+                if new_text is not None:  # the new log holds no removed text to overwrite
+                    conn.execute("DELETE FROM scrubs")
                 conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
                              (name, p.docs, size, crc, time.time()))
                 if new_text is not None:

@@ -36,6 +36,12 @@ from neardup.index.segment import Postings, read_segment
 FORMAT = 4
 DB_NAME = "index.sqlite"
 
+#: Texts a scrubbing remove has yet to overwrite in the text log (file, offset, bytes): written
+#: in the remove's own transaction, deleted once they are zeroed and fsynced; a writer's open
+#: zeroes what an interrupted remove left (docs/index.md, "Removal").
+SCRUBS = """CREATE TABLE IF NOT EXISTS scrubs (file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL);
+"""
+
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
@@ -97,14 +103,17 @@ CREATE TABLE batches (
     batch INTEGER PRIMARY KEY, kind TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
     documents INTEGER NOT NULL, new INTEGER NOT NULL, duplicates INTEGER NOT NULL, note TEXT
 );
-"""
+""" + SCRUBS
+
+
 
 
 #: indexes added to the schema after indexes of the same format were made: created (if missing)
 #: when a writer opens the index. clusters_merged: a merge re-points the clusters merged into
 #: the absorbed one; without it that UPDATE scanned every cluster row, once per merge (8 s of
 #: a 200,000-article day's commit on a 1M index).
-LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",)
+LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",
+                SCRUBS.strip())
 
 
 @contextlib.contextmanager
