@@ -84,16 +84,33 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
                 if all(isinstance(s, JsonlSource) for s in sources):
                     _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates, bar)
                 else:
+                    texts = text_fields(opts.fields)
                     for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
                         if isinstance(obj, bytes):
                             f.write(_with_alternates(obj, dumps(alts).encode("utf-8")) + b"\n")
                             continue
+                        as_text(obj, texts)
                         obj["alternates"] = alts
                         f.write(dumps(obj).encode("utf-8") + b"\n")
     finally:
         if bar is not None:
             bar.close()
     return ["clusters.jsonl", "pairs.jsonl", kept_name]
+
+
+def text_fields(fields) -> tuple[str, ...]:
+    """The fields neardup reads as text: the id, the text, the title and the source."""
+    return tuple(f for f in (fields.id, fields.text, fields.title, fields.source) if f)
+
+
+def as_text(rec: dict, names: tuple[str, ...]) -> None:
+    """In kept.jsonl, a text field given as bytes (a Parquet binary column) is written as the
+    UTF-8 text the run read (the record check refused it otherwise), so that its id is the one
+    clusters.jsonl and the alternates name; other binary values are base64 (writers.dumps)."""
+    for k in names:
+        v = rec.get(k)
+        if isinstance(v, (bytes, bytearray)):
+            rec[k] = bytes(v).decode("utf-8")
 
 
 #: Records whose alternates are looked up at once (non-JSONL inputs).

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from neardup import kernels as K
 from neardup.io.writers import ensure_output_dir
+from neardup.pipeline.kept import text_fields
 
 __all__ = ["write_outputs"]
 
@@ -54,7 +55,14 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             # writes a kept CSV record as that dict plus "alternates")
             jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
-            row_parts.append(kept.orderBy("pos").drop("src", "recno", "pos", "alt_int"))
+            rows = kept.orderBy("pos").drop("src", "recno", "pos", "alt_int")
+            # a text field as bytes (a Parquet binary column) is its UTF-8 text, as the local
+            # engine writes it (pipeline/kept.py, as_text); other binary values stay base64
+            binary = {f.name for f in rows.schema.fields if f.dataType.typeName() == "binary"}
+            for c in text_fields(opts.fields):
+                if c in binary:
+                    rows = rows.withColumn(c, F.col(c).cast("string"))
+            row_parts.append(rows)
     parts = jsonl_parts + [p.select(F.to_json(F.struct(*p.columns)).alias("value")) for p in row_parts]
     df = parts[0]
     for p in parts[1:]:
