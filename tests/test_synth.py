@@ -214,3 +214,18 @@ def test_bad_parameters(kwargs):
 
 def test_empty_corpus():
     assert list(synth.generate(originals=0, copies=0)) == []
+
+
+def test_sizes_and_levels_out_of_range_are_refused(tmp_path):
+    # words=10**9 tried to allocate gigabytes (the process was killed); level=100 was a bare
+    # ValueError for .gz and .zst and silently taken for Parquet
+    from neardup.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="words must be <= 1,000,000"):
+        synth.write_corpus(tmp_path / "a.jsonl", originals=2, copies=0, words=10**9)
+    for name, msg in (("a.jsonl.gz", "0..9"), ("a.jsonl.zst", "1..22"), ("a.parquet", "1..22"),
+                      ("a.jsonl", "level applies to")):
+        with pytest.raises(InvalidParameterError, match=msg):
+            synth.write_corpus(tmp_path / name, originals=2, copies=0, words=5, level=100)
+        assert not (tmp_path / name).exists()
+    assert synth.write_corpus(tmp_path / "b.jsonl.gz", originals=2, copies=0, words=5, level=9)["records"] == 2

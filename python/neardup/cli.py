@@ -175,19 +175,32 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     return EXIT_OK
 
 
+#: `curve` compares with datasketch's optimiser up to this many permutations.
+CURVE_OPTIMISER_MAX = 8192
+
+
 def _cmd_curve(a: argparse.Namespace) -> int:
     from neardup import lsh
     from neardup.pipeline.candidates import choose_bands
 
+    from neardup.pipeline.options import DedupOptions
+
+    # the settings as dedup checks them, before anything is printed (--bands without --rows was
+    # ignored but labelled "pinned")
+    DedupOptions(threshold=a.threshold, num_perm=a.num_perm, recall=a.recall, bands=a.bands, rows=a.rows).check()
     b, r = choose_bands(a.threshold, a.num_perm, a.recall, a.bands, a.rows)
     how = "pinned" if a.bands is not None else f"fewest candidates with P >= {a.recall} at the threshold"
     print(f"threshold {a.threshold}, num_perm {a.num_perm}: {b} bands x {r} rows ({how})")
     others = []
-    try:
-        db, dr = lsh.optimal_params(a.threshold, a.num_perm)
-        others.append(("datasketch default", int(db), int(dr)))
-    except Exception as exc:  # datasketch's optimiser has no answer for some inputs (threshold 1)
-        print(f"(datasketch's optimiser: {exc})")
+    if a.num_perm > CURVE_OPTIMISER_MAX:
+        print(f"(datasketch's optimiser left out above num_perm {CURVE_OPTIMISER_MAX:,}: it integrates every "
+              f"split, 5 s at 8,192 and minutes past that)")
+    else:
+        try:
+            db, dr = lsh.optimal_params(a.threshold, a.num_perm)
+            others.append(("datasketch default", int(db), int(dr)))
+        except Exception as exc:  # datasketch's optimiser has no answer for some inputs (threshold 1)
+            print(f"(datasketch's optimiser: {exc})")
     cols = [(f"{b}x{r}", b, r)] + [(f"{n} {bb}x{rr}", bb, rr) for n, bb, rr in others]
     print(f"{'s':>5}  " + "  ".join(f"{c[0]:>24}" for c in cols))
     for s in [0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]:

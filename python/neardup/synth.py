@@ -121,6 +121,13 @@ def vocabulary() -> tuple[tuple[str, ...], np.ndarray]:
     return v.words, v.probabilities.copy()
 
 
+#: The most words a document may have (neardup's default --max-chars, 5,000,000 characters,
+#: holds about 700,000 of them).
+MAX_WORDS = 1_000_000
+#: Compression levels each format takes.
+LEVELS = {"jsonl.gz": range(0, 10), "jsonl.zst": range(1, 23), "parquet": range(1, 23)}
+
+
 def _check(originals: int, copies: int, words: int, seed: int) -> None:
     for name, value in (("originals", originals), ("copies", copies), ("words", words), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -129,6 +136,9 @@ def _check(originals: int, copies: int, words: int, seed: int) -> None:
             raise InvalidParameterError(f"{name} must be >= 0, got {value}")
     if words < 1:
         raise InvalidParameterError(f"words must be >= 1, got {words}")
+    if words > MAX_WORDS:  # (10**9 words per document tried to allocate gigabytes at once)
+        raise InvalidParameterError(f"words must be <= {MAX_WORDS:,} (a document of that many words is "
+                                    f"about {MAX_WORDS * 8 // 10**6} MB), got {words:,}")
     if copies > 0 and originals == 0:
         raise InvalidParameterError("copies need at least one original")
 
@@ -416,6 +426,12 @@ def write_corpus(
     """
     _check(originals, copies, words, seed)
     fmt = format_for(path)
+    if level is not None:
+        ok = LEVELS.get(fmt)
+        if ok is None:
+            raise InvalidParameterError(f"level applies to .jsonl.gz, .jsonl.zst and .parquet, not {fmt}")
+        if isinstance(level, bool) or not isinstance(level, int) or level not in ok:
+            raise InvalidParameterError(f"level for {fmt} must be {ok.start}..{ok.stop - 1}, got {level!r}")
     path = os.fspath(path)
     counts = {"records": 0, "originals": 0, "copies": 0, "spacing": 0, "light": 0, "heavy": 0}
     t0 = time.perf_counter()

@@ -166,3 +166,19 @@ def test_index_add_runs_without_the_cyclic_gc_and_restores_it(tmp_path, monkeypa
     # a failing add restores it too
     assert main(["index", "add", d, str(src)]) != 0  # the ids are in the index already
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_curve_checks_its_settings_as_dedup_does(capsys):
+    # --bands without --rows was ignored but labelled "pinned"; 0 x 0 printed a header first
+    assert main(["curve", "--bands", "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "give both bands and rows" in err
+    assert main(["curve", "--bands", "0", "--rows", "0"]) == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_curve_leaves_out_the_slow_optimiser_for_many_permutations(capsys):
+    # datasketch's optimiser integrates every split: minutes at 65,536 permutations
+    assert main(["curve", "--num-perm", "16384"]) == 0
+    out = capsys.readouterr().out
+    assert "datasketch's optimiser left out above num_perm 8,192" in out and "P(candidate) at the threshold" in out
