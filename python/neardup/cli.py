@@ -143,6 +143,10 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     import neardup
     from neardup.pipeline.report import summary_text
 
+    if demo and a.inputs:  # (the files were silently ignored)
+        print("neardup dedup: --demo runs on the embedded corpus: give INPUT files or --demo, not both",
+              file=sys.stderr)
+        return EXIT_USAGE
     kwargs = _dedup_kwargs(a)
     if getattr(a, "engine", "local") == "spark":  # docs/spark.md
         return __import__("neardup.engines.spark.cli").engines.spark.cli.run(a, kwargs)

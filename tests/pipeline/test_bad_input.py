@@ -289,13 +289,14 @@ def test_crash_while_writing_outputs_leaves_no_half_file(tmp_path, monkeypatch):
         raise KeyboardInterrupt  # Ctrl-C in the middle of the kept records
 
     monkeypatch.setattr(kept, "_kept_records", interrupted)
-    more = GOOD + [{"id": "d", "text": "a brand new story about trains running late"}]
+    more = GOOD + [{"id": "d", "text": GOOD[2]["text"].upper()}]  # (a copy: its clusters.jsonl differs)
     with pytest.raises(KeyboardInterrupt):
         neardup.dedup(more, out)
     after = sorted(os.listdir(out))
     assert after == sorted(before)  # no temporary or half files left
-    assert (out / "kept.jsonl").read_bytes() == before["kept.jsonl"]
-    assert (out / "report.json").read_bytes() == before["report.json"]
+    # the previous run's whole set, as it was: the outputs are renamed into place together
+    # (clusters.jsonl and pairs.jsonl of the failed run used to sit beside the old kept.jsonl)
+    assert {n: (out / n).read_bytes() for n in after} == before
 
 
 def test_bad_options_are_usage_errors(tmp_path, capsys):
@@ -483,3 +484,20 @@ def test_inputs_that_are_neither_paths_nor_records():
     res = neardup.dedup(GOOD + [None], None, on_error="skip")
     assert res.report["skipped_records"][0]["reason"] == "expected a mapping, got NoneType"
     assert neardup.dedup(GOOD, None, k=__import__("numpy").int64(3)).report["documents"] == 3  # a NumPy int is an int
+
+
+def test_settings_that_would_be_ignored_are_refused(tmp_path, capsys):
+    # --demo with files ran the demo and ignored the files; SimHash ignored --bands/--rows; a
+    # CSV header naming a column twice kept the last one's value without a word
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps(GOOD[0]) + "\n")
+    assert main(["dedup", "--demo", str(path), "-o", str(tmp_path / "o")]) == 2
+    assert "not both" in capsys.readouterr().err
+    from neardup.errors import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="bands and rows apply to MinHash"):
+        neardup.dedup(GOOD, None, method="simhash", bands=4, rows=16)
+    csv_path = tmp_path / "d.csv"
+    csv_path.write_text("id,text,text\na,one,two\n")
+    with pytest.raises(InputFileError, match="d.csv: the header names column 'text' more than once"):
+        neardup.dedup(str(csv_path), None)

@@ -327,6 +327,9 @@ class CsvSource(Source):
                 header = next(reader)
             except StopIteration:
                 return
+            twice = sorted({h for h in header if header.count(h) > 1})
+            if twice:  # (a record would silently keep the last column of the name)
+                raise InputFileError(f"{self.name}: the header names column {twice[0]!r} more than once")
             start = reader.line_num + 1
             while True:
                 try:
@@ -353,6 +356,8 @@ class CsvSource(Source):
                     yield recno, RecordError(self.name, recno, "not valid UTF-8", field=bad)
                     continue
                 yield recno, rec
+        except InputFileError:
+            raise
         except (OSError, EOFError, UnicodeError) as exc:
             raise InputFileError(f"{self.name}: read error: {exc}") from exc
         finally:

@@ -6,6 +6,7 @@ the old file (if any) or the complete new one is there.
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import os
 import tempfile
@@ -16,7 +17,7 @@ from typing import IO
 from neardup.errors import NeardupError
 from neardup.io.errors import OutputError
 
-__all__ = ["atomic_open", "dumps", "json_default", "write_jsonl"]
+__all__ = ["atomic_open", "dumps", "json_default", "staged", "write_jsonl"]
 
 try:
     import orjson as _orjson
@@ -53,6 +54,37 @@ def ensure_output_dir(outdir: str) -> None:
         raise OutputError(f"{outdir}: the output directory is not writable")
 
 
+#: The output set being written (:func:`staged`): temporary paths renamed together at its end.
+_STAGE: contextvars.ContextVar[list | None] = contextvars.ContextVar("neardup_stage", default=None)
+
+
+@contextmanager
+def staged() -> Iterator[None]:
+    """Write several outputs as one set: inside, each :func:`atomic_path` (and so
+    :func:`atomic_open`) writes its temporary file and leaves it; the set is renamed into place
+    when the block ends, or removed when it fails, so that a run that fails while writing
+    leaves the previous run's files as they were, not its own first files beside the previous
+    run's last ones."""
+    pending: list[tuple[str, str]] = []
+    token = _STAGE.set(pending)
+    try:
+        yield
+        for tmp, path in pending:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
+    except BaseException:
+        for tmp, _ in pending:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    finally:
+        _STAGE.reset(token)
+
+
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """A temporary path next to `path`, renamed over `path` only if the block succeeds (and
@@ -67,9 +99,13 @@ def atomic_path(path: str) -> Iterator[str]:
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     os.close(fd)
+    stage = _STAGE.get()
     try:
         yield tmp
-        os.replace(tmp, path)
+        if stage is not None:
+            stage.append((tmp, path))  # renamed with the rest of the set (staged)
+        else:
+            os.replace(tmp, path)
     except BaseException as exc:
         try:
             os.unlink(tmp)

@@ -122,6 +122,9 @@ class DedupOptions:
             bad(f"num_perm must be >= 1, got {self.num_perm}")
         if (self.bands is None) != (self.rows is None):
             bad("give both bands and rows, or neither")
+        if self.method == "simhash" and self.bands is not None:  # (they were silently ignored)
+            bad("bands and rows apply to MinHash's LSH: SimHash finds candidates through max_distance + 1 "
+                "tables of fingerprint blocks (set max_distance)")
         if self.bands is not None and (self.bands <= 0 or self.rows <= 0):
             bad("bands and rows must be >= 1")
         if self.bands is not None and self.bands * self.rows > self.num_perm:

@@ -30,7 +30,7 @@ from neardup import _core
 from neardup.io.errors import RecordError
 from neardup.io.readers import Source, open_sources
 from neardup.io.records import Limits, check_record
-from neardup.io.writers import atomic_open
+from neardup.io.writers import atomic_open, staged
 from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
 from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
                                         pairs_from_keys)
@@ -537,23 +537,31 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         result = DedupResult(report=report)
         rows_out = (cluster_rows(), pair_rows())
 
-    if out is not None:
+    if out is None:
+        _finish_report(report, log, t_start)
+        return result
+    # the output files as one set (writers.staged): renamed into place together once all are
+    # written; a failure on the way (a full disk, Ctrl-C) leaves the previous run's set as it was
+    with staged():
         with log.stage("write") as st:
             files = write_outputs(os.fspath(out), sources, docs, kept_mask, alternates, rows_out, opts, _progress)
             st.count = len(files)
         report["outdir"] = os.fspath(out)
         report["files"] = files + ["report.json"]
-    report["stages"] = log.as_list()
-    report["first_pass"] = getattr(log, "scan", None)
-    report["seconds"] = round(time.perf_counter() - t_start, 4)
-    report["peak_rss_mb"] = peak_rss_mb()
-    if out is not None:
+        _finish_report(report, log, t_start)
         with atomic_open(os.path.join(os.fspath(out), "report.json")) as f:
             import json
 
             json.dump(report, f, indent=2, ensure_ascii=False)
             f.write("\n")
     return result
+
+
+def _finish_report(report: dict, log, t_start: float) -> None:
+    report["stages"] = log.as_list()
+    report["first_pass"] = getattr(log, "scan", None)
+    report["seconds"] = round(time.perf_counter() - t_start, 4)
+    report["peak_rss_mb"] = peak_rss_mb()
 
 
 #: Rows sampled to size the collected results, and the slack kept on top of the estimate (the

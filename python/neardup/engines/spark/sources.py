@@ -147,6 +147,10 @@ def _read_csv(spark, path: str, src: int):
     from neardup.io.writers import dumps
 
     local = _local_path(path, "CSV")
+    first = CsvSource(local)  # what the reader refuses at its header is said here, on the driver
+    first.name = path
+    for _ in first.records():
+        break
 
     def batches():
         reader = CsvSource(local)
