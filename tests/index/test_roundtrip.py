@@ -513,3 +513,20 @@ def test_index_settings_are_checked_as_dedups(tmp_path):
         with pytest.raises(InvalidParameterError, match=what):
             Index.create(tmp_path / "b", **kw)
         assert not (tmp_path / "b").exists()
+
+
+def test_cli_max_chars_and_ids_file_errors(tmp_path, capsys):
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+    capsys.readouterr()
+    assert main(["index", "add", d, f, "--max-chars", "0"]) == 2  # was every record bad (exit 3)
+    assert "max_chars must be an integer >= 1" in capsys.readouterr().err
+    bad = tmp_path / "ids.txt"
+    bad.write_bytes(b"a\n\xff\n")
+    assert main(["index", "remove", d, "--ids-file", str(bad)]) == 4
+    assert f"{bad}: not valid UTF-8 (byte 0xff at offset 2)" in capsys.readouterr().err
+    assert main(["index", "remove", d, "--ids-file", str(tmp_path / "missing.txt")]) == 4
+    assert "missing.txt: cannot read: No such file or directory" in capsys.readouterr().err

@@ -475,10 +475,19 @@ def _export(a) -> int:
 def _remove(a) -> int:
     from neardup.index import Index
 
+    from neardup.io.errors import InputFileError
+    from neardup.io.records import decode_utf8
+
     ids = list(a.ids)
     if a.ids_file:
-        with open(a.ids_file, encoding="utf-8") as f:
-            ids += [line.strip() for line in f if line.strip()]
+        try:
+            with open(a.ids_file, "rb") as f:
+                text = decode_utf8(f.read())
+        except ValueError as exc:  # (the message named no file)
+            raise InputFileError(f"{a.ids_file}: {exc}") from None
+        except OSError as exc:
+            raise InputFileError(f"{a.ids_file}: cannot read: {exc.strerror or exc}") from None
+        ids += [line.strip() for line in text.splitlines() if line.strip()]
     cutoff = parse_age(a.older_than) if a.older_than else None
     if not ids and cutoff is None:
         print("neardup index remove: give --ids, --ids-file or --older-than", file=sys.stderr)

@@ -394,6 +394,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
     # ------------------------------------------------------------------ reading records
     def _checked(self, inputs: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
         """Check every record of `inputs` (paths, records, or a single text) like ``dedup``."""
+        _check_max_chars(max_chars)
         return read_checked(inputs, fields or self.fields, max_chars)
 
     def _present(self, conn: sqlite3.Connection, keys: list[str]) -> list[str]:
@@ -503,6 +504,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if dry_run:
             docs, extras = self._checked(inputs, fields, max_chars)
             return self.add_checked(docs, extras, dry_run=True)
+        _check_max_chars(max_chars)
         with self._wlock:
             conn = self._writer()
             t0 = time.time()
@@ -666,6 +668,12 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 #: existing_ids of at most this many ids may use the writer's connection (holding the add
 #: lock that long is then short)
 EXISTING_ON_WRITER = 1000
+
+
+def _check_max_chars(max_chars) -> None:
+    """As dedup checks it: max_chars 0 made every record a bad one (exit 3), not a usage error."""
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise InvalidParameterError(f"max_chars must be an integer >= 1, got {max_chars!r}")
 
 
 def _probe(cfg: IndexConfig) -> str:
