@@ -73,25 +73,22 @@ def test_csv_bad_records_stop_and_skip_like_the_local_engine(spark, docs, tmp_pa
     assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
 
 
-def test_csv_reader_errors_like_the_local_engine(spark, tmp_path):
-    # a header naming a column twice, a quote left open: said as the local engine says them
+@pytest.mark.parametrize("body,error,words", [
+    ("id,text,text\na,one two three,four\n", "InputFileError", "more than once"),  # a column named twice
+    ('id,text\n1,"Breaking: heavy rain\n2,second story\n', "RecordError", "unexpected end of data"),  # an open quote
+])
+def test_csv_reader_errors_like_the_local_engine(spark, tmp_path, body, error, words):
     from neardup.engines.spark import dedup_spark
-    from neardup.io.errors import InputFileError
+    from neardup.io import errors
 
-    dup = tmp_path / "dup.csv"
-    dup.write_text("id,text,text\na,one two three,four\n")
-    with pytest.raises(InputFileError) as local_err:
-        neardup.dedup(str(dup), None)
-    with pytest.raises(InputFileError) as spark_err:
-        dedup_spark(spark, str(dup), None)
-    assert str(spark_err.value) == str(local_err.value) and "more than once" in str(local_err.value)
-    q = tmp_path / "q.csv"
-    q.write_text('id,text\n1,"Breaking: heavy rain\n2,second story\n')
-    with pytest.raises(RecordError) as local_err:
-        neardup.dedup(str(q), None)
-    with pytest.raises(RecordError) as spark_err:
-        dedup_spark(spark, str(q), None)
-    assert str(spark_err.value) == str(local_err.value) and "unexpected end of data" in str(local_err.value)
+    path = tmp_path / "in.csv"
+    path.write_text(body)
+    kind = getattr(errors, error)
+    with pytest.raises(kind) as local_err:
+        neardup.dedup(str(path), None)
+    with pytest.raises(kind) as spark_err:
+        dedup_spark(spark, str(path), None)
+    assert str(spark_err.value) == str(local_err.value) and words in str(local_err.value)
 
 
 def test_tsv_gz_and_jsonl_together_like_the_local_engine(spark, docs, tmp_path):
