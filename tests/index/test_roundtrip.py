@@ -120,6 +120,13 @@ def test_batch_is_all_or_nothing_on_bad_input(tmp_path):
             ix.add(recs[2:] + [recs[0]])
         with pytest.raises(DuplicateIdError, match="twice"):
             ix.add([recs[3], recs[3]])
+        # both kinds at once are both said (only the first was: fixing it met the second)
+        for many in (False, True):  # the add from files (read_and_sign) and from records (the plan)
+            batch = [recs[3], recs[3], recs[0]]
+            with pytest.raises(DuplicateIdError) as got:
+                ix.add(h.write_jsonl(tmp_path / "b.jsonl", batch) if many else batch)
+            assert "appear twice in the batch" in str(got.value) and "already in the index" in str(got.value)
+            assert set(got.value.ids) == {recs[3]["id"], recs[0]["id"]}
         with pytest.raises(RecordError, match="text is empty"):
             ix.add([recs[3], {"id": "e", "text": "   "}])
         with pytest.raises(RecordError, match="text must be a string"):

@@ -152,6 +152,17 @@ def test_binary_parquet_columns_like_the_local_engine(spark, tmp_path):
     assert kept == [json.loads(x) for x in (tmp_path / "local" / "kept.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.parametrize("kw", [dict(threshold=1.0), dict(bands=1, rows=4, threshold=0.5)])
+def test_one_band_like_the_local_engine(spark, synth_file, kw):
+    # one band: its keys are a column one wide (the local engine flattened them and crashed)
+    from neardup.engines.spark import dedup_spark
+
+    local = neardup.dedup(synth_file, None, **kw)
+    sp = dedup_spark(spark, synth_file, None, collect=True, **kw)
+    assert local.report["lsh"]["bands"] == 1 and local.report["copies_removed"] > 0
+    assert_same(local, sp)
+
+
 def test_what_the_spark_engine_does_not_read(spark):
     from neardup.engines.spark import dedup_spark
     from neardup.io.errors import InputFileError

@@ -409,10 +409,15 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
     @staticmethod
     def _raise_duplicate_ids(twice: list[str], present: list[str]) -> None:
+        """Both kinds said at once (a batch with both named only the first, so that fixing it
+        met the second)."""
+        parts = []
         if twice:
-            raise DuplicateIdError(f"{len(twice)} id(s) appear twice in the batch: {few(twice)}", twice)
+            parts.append(f"{len(twice)} id(s) appear twice in the batch: {few(twice)}")
         if present:
-            raise DuplicateIdError(f"{len(present)} id(s) already in the index: {few(present)}", present)
+            parts.append(f"{len(present)} id(s) already in the index: {few(present)}")
+        if parts:
+            raise DuplicateIdError("; ".join(parts), list(twice) + [i for i in present if i not in set(twice)])
 
 
     # ------------------------------------------------------------------ verification helpers

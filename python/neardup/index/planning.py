@@ -84,7 +84,7 @@ class Planning:
                 # ids: unique in the batch and new to the index
                 keys = [c.key for c in docs]
                 twice = [] if len(set(keys)) == n else sorted({k for k, m in Counter(keys).items() if m > 1})
-                self._raise_duplicate_ids(twice, [] if twice else self._present(conn, keys))
+                self._raise_duplicate_ids(twice, self._present(conn, keys))
                 sw.lap("plan: id checks")
             signed = sign([c.text for c in docs], self.signer, cfg.bands, cfg.rows, self.threads)
             sw.lap("plan: signatures, band keys")
