@@ -427,14 +427,21 @@ def test_a_closed_index_refuses_to_be_used(tmp_path):
         again.add([{"id": "a", "text": "heavy rain"}])
 
 
+def _new_index_and_one_record(tmp_path) -> tuple[str, str]:
+    """An index made by `neardup index init` and a JSONL file of one record for the CLI tests."""
+    from neardup.cli import main
+
+    d = str(tmp_path / "ix")
+    assert main(["index", "init", d]) == 0
+    return d, h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+
+
 def test_cli_add_says_whether_an_interrupted_batch_went_in(tmp_path, capsys, monkeypatch):
     # "interrupted" alone, after the commit, left a user thinking nothing had been added
     from neardup.cli import main
     from neardup.index import core
 
-    d = str(tmp_path / "ix")
-    assert main(["index", "init", d]) == 0
-    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+    d, f = _new_index_and_one_record(tmp_path)
 
     def interrupt(*a, **k):
         raise KeyboardInterrupt
@@ -458,9 +465,7 @@ def test_cli_add_verdicts_file_is_checked_before_the_add(tmp_path, capsys):
     # it was written after the commit: a bad name lost the verdicts of a batch that went in
     from neardup.cli import main
 
-    d = str(tmp_path / "ix")
-    assert main(["index", "init", d]) == 0
-    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+    d, f = _new_index_and_one_record(tmp_path)
     capsys.readouterr()
     assert main(["index", "add", d, f, "--verdicts", str(tmp_path / "no" / "v.jsonl")]) == 5
     assert main(["index", "add", d, f, "--verdicts", str(tmp_path)]) == 5
@@ -525,9 +530,7 @@ def test_index_settings_are_checked_as_dedups(tmp_path):
 def test_cli_max_chars_and_ids_file_errors(tmp_path, capsys):
     from neardup.cli import main
 
-    d = str(tmp_path / "ix")
-    assert main(["index", "init", d]) == 0
-    f = h.write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "heavy rain over the coast"}])
+    d, f = _new_index_and_one_record(tmp_path)
     capsys.readouterr()
     assert main(["index", "add", d, f, "--max-chars", "0"]) == 2  # was every record bad (exit 3)
     assert "max_chars must be an integer >= 1" in capsys.readouterr().err

@@ -390,7 +390,8 @@ def _query(a) -> int:
 
 
 def _read_text_file(path: str) -> str:
-    """A plain-text file's content (UTF-8), for ``query --text-file``."""
+    """A plain-text file's content (UTF-8), for ``query --text-file`` and ``remove --ids-file``;
+    :class:`InputFileError` naming the file otherwise."""
     from neardup.io.errors import InputFileError
     from neardup.io.records import decode_utf8
 
@@ -398,7 +399,7 @@ def _read_text_file(path: str) -> str:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as exc:
-        raise InputFileError(f"{path}: {exc.strerror or exc}") from None
+        raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
         return decode_utf8(data)
     except ValueError as exc:
@@ -475,19 +476,9 @@ def _export(a) -> int:
 def _remove(a) -> int:
     from neardup.index import Index
 
-    from neardup.io.errors import InputFileError
-    from neardup.io.records import decode_utf8
-
     ids = list(a.ids)
     if a.ids_file:
-        try:
-            with open(a.ids_file, "rb") as f:
-                text = decode_utf8(f.read())
-        except ValueError as exc:  # (the message named no file)
-            raise InputFileError(f"{a.ids_file}: {exc}") from None
-        except OSError as exc:
-            raise InputFileError(f"{a.ids_file}: cannot read: {exc.strerror or exc}") from None
-        ids += [line.strip() for line in text.splitlines() if line.strip()]
+        ids += [line.strip() for line in _read_text_file(a.ids_file).splitlines() if line.strip()]
     cutoff = parse_age(a.older_than) if a.older_than else None
     if not ids and cutoff is None:
         print("neardup index remove: give --ids, --ids-file or --older-than", file=sys.stderr)

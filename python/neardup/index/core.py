@@ -417,7 +417,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if present:
             parts.append(f"{len(present)} id(s) already in the index: {few(present)}")
         if parts:
-            raise DuplicateIdError("; ".join(parts), list(twice) + [i for i in present if i not in set(twice)])
+            seen = set(twice)
+            raise DuplicateIdError("; ".join(parts), list(twice) + [i for i in present if i not in seen])
 
 
     # ------------------------------------------------------------------ verification helpers

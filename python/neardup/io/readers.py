@@ -40,9 +40,11 @@ __all__ = [
     "ParquetSource",
     "RecordsSource",
     "open_sources",
+    "read_buffer_bytes",
     "format_of",
     "parse_json_line",
     "irregular_line",
+    "lossy",
 ]
 
 
@@ -56,12 +58,18 @@ BLOCK_BYTES = 1 << 20
 PARQUET_BATCH_ROWS = 8192
 
 
-def format_of(path: str) -> str:
-    """'jsonl', 'csv' or 'parquet', from the file name (compression suffixes ignored)."""
+def _uncompressed_name(path: str) -> str:
+    """`path` in lower case without a compression suffix (.gz, .zst, .zstd)."""
     name = path.lower()
     for suffix in (".gz", ".zst", ".zstd"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
+    return name
+
+
+def format_of(path: str) -> str:
+    """'jsonl', 'csv' or 'parquet', from the file name (compression suffixes ignored)."""
+    name = _uncompressed_name(path)
     if name.endswith(".parquet") or name.endswith(".pq"):
         return "parquet"
     if name.endswith(".csv") or name.endswith(".tsv"):
@@ -310,10 +318,7 @@ class CsvSource(Source):
     def __init__(self, path: str) -> None:
         self.path = self.name = path
         # the file's own name says TSV (a ".tsv" in a directory's name does not)
-        name = os.path.basename(path).lower()
-        for suffix in (".gz", ".zst", ".zstd"):
-            name = name[: -len(suffix)] if name.endswith(suffix) else name
-        self.delimiter = "\t" if name.endswith(".tsv") else ","
+        self.delimiter = "\t" if _uncompressed_name(path).endswith(".tsv") else ","
 
     def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
@@ -466,11 +471,25 @@ def _spooled(path: str) -> Source:
             tmp = _spool(f, "".join(Path(path).suffixes[-2:]) or ".jsonl", path)
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    fmt = format_of(path)
-    src: Source = ParquetSource(tmp) if fmt == "parquet" else CsvSource(tmp) if fmt == "csv" else JsonlSource(tmp)
+    src = _source_for(tmp, format_of(path))
     src.name = path
     src.spool = tmp
     return src
+
+
+def _source_for(path: str, fmt: str) -> Source:
+    """The reader of a file of format `fmt` (:func:`format_of`)."""
+    if fmt == "parquet":
+        return ParquetSource(path)
+    if fmt == "csv":
+        return CsvSource(path)
+    return JsonlSource(path)
+
+
+def read_buffer_bytes(sources: list[Source]) -> int:
+    """What reading any one of `sources` holds besides the record in hand
+    (:meth:`Source.read_buffer_bytes`; a run reads one input at a time)."""
+    return max((s.read_buffer_bytes() for s in sources), default=0)
 
 
 def open_sources(inputs: Any) -> list[Source]:
@@ -505,14 +524,5 @@ def open_sources(inputs: Any) -> list[Source]:
             raise InputFileError(f"{path}: is a directory, not a file")
         if not os.access(path, os.R_OK):
             raise InputFileError(f"{path}: permission denied")
-        if not p.is_file():
-            sources.append(_spooled(path))
-            continue
-        fmt = format_of(path)
-        if fmt == "parquet":
-            sources.append(ParquetSource(path))
-        elif fmt == "csv":
-            sources.append(CsvSource(path))
-        else:
-            sources.append(JsonlSource(path))
+        sources.append(_source_for(path, format_of(path)) if p.is_file() else _spooled(path))
     return sources

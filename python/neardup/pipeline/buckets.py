@@ -25,6 +25,7 @@ import numpy as np
 
 import neardup
 from neardup import _core
+from neardup.io.readers import read_buffer_bytes
 from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
 from neardup.pipeline.reread import read_sets, set_bytes_estimate
 from neardup.pipeline.verify import HashSets
@@ -59,7 +60,7 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
     found_e: list[np.ndarray] = []
     found_s: list[np.ndarray] = []
     info["documents"] = int(len(np.unique(lb.members)))
-    read_bytes = max((s.read_buffer_bytes() for s in sources), default=0) if sigs_of is None else 0
+    read_bytes = read_buffer_bytes(sources) if sigs_of is None else 0
     for ks in _groups(lb, ntok, opts, mem, n, read_bytes):
         info["groups"] += 1
         # components so far (verified pairs of small buckets and earlier groups' edges)

@@ -28,7 +28,7 @@ import numpy as np
 import neardup
 from neardup import _core
 from neardup.io.errors import RecordError
-from neardup.io.readers import Source, open_sources
+from neardup.io.readers import Source, open_sources, read_buffer_bytes
 from neardup.io.records import Limits, check_record
 from neardup.io.writers import atomic_open, staged
 from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
@@ -616,8 +616,7 @@ def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.nd
     if not mem.limited:
         return None
     wanted = np.unique(pairs)
-    read_bytes = max((s.read_buffer_bytes() for s in sources), default=0)
-    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_bytes)
+    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_buffer_bytes(sources))
     biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
     free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
                      "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")

@@ -214,11 +214,11 @@ async def _unreadable_body(request: Request) -> JSONResponse:
                 f"({len(body):,} bytes)")
 
 
-def _bad_document(body: Union[BatchIn, DocumentIn], index: int, field: str | None, reason: str) -> JSONResponse:
-    """422 bad_document: the article at `index` of the request (its place in a batch) was refused
-    for `field`. Texts go out escaped where they hold a lone surrogate (a field's name may be
-    what was wrong)."""
-    where = f"documents[{index}]" if isinstance(body, BatchIn) else "body"
+def _bad_document(batch: bool, index: int, field: str | None, reason: str) -> JSONResponse:
+    """422 bad_document: the article at `index` of the request (its place in a batch, when the
+    request is one) was refused for `field`. Texts go out escaped where they hold a lone
+    surrogate (a field's name may be what was wrong)."""
+    where = f"documents[{index}]" if batch else "body"
     field = _utf8(field) if field is not None else None
     reason = _utf8(reason)
     return _err(422, "bad_document", f"{where}: {field or 'document'}: {reason}",
@@ -350,10 +350,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         bad = next((e for e in errs if e.get("type") == "string_unicode"), None)
         if bad is not None:  # a lone surrogate ("\ud800") in the text or the id: what _answer says of one elsewhere
             loc = _field_loc(bad.get("loc", ()))
-            index = loc[2] if len(loc) > 3 and loc[1] == "documents" else 0
-            where = f"documents[{index}]" if len(loc) > 3 and loc[1] == "documents" else "body"
-            field, reason = str(loc[-1]), "not valid Unicode (lone surrogate)"
-            return _err(422, "bad_document", f"{where}: {field}: {reason}", {"index": index, "field": field, "reason": reason})
+            batch = len(loc) > 3 and loc[1] == "documents"
+            return _bad_document(batch, loc[2] if batch else 0, str(loc[-1]), "not valid Unicode (lone surrogate)")
         details, seen = [], set()
         for e in errs:
             d = {"where": ".".join(str(p) for p in _field_loc(e.get("loc", ()))), "problem": _union_problem(e)}
@@ -510,7 +508,8 @@ def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started:
 
 async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
                   dry_run: bool) -> Response:
-    docs = body.documents if isinstance(body, BatchIn) else [body]
+    batch = isinstance(body, BatchIn)
+    docs = body.documents if batch else [body]
     if len(docs) > max_batch:
         return _err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
                     f"{max_batch:,} (neardup serve --max-batch)")
@@ -518,7 +517,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
     for i, d in enumerate(docs):
         problem = _document_problem(d)
         if problem is not None:
-            return _bad_document(body, i, *problem)
+            return _bad_document(batch, i, *problem)
         r = {"id": d.id, "text": d.text}
         if d.title is not None:
             r["title"] = d.title
@@ -528,7 +527,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
                 # as a missing time (an add from files keeps the record and warns: docs/index.md)
                 parse_time(d.published_at)
             except ValueError as exc:
-                return _bad_document(body, i, "published_at", str(exc))
+                return _bad_document(batch, i, "published_at", str(exc))
             r["published_at"] = d.published_at
         if d.source is not None:
             r["source"] = d.source
@@ -545,7 +544,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
     except DuplicateIdError as exc:
         return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
     except RecordError as exc:
-        return _bad_document(body, exc.line - 1, exc.field, exc.reason)
+        return _bad_document(batch, exc.line - 1, exc.field, exc.reason)
     except IndexCorruptError as exc:
         return _err(500, "index_corrupt", str(exc))
     # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
