@@ -272,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
         code = _main(argv)
         sys.stdout.flush()  # (a closed pipe is found here, or at exit: inside the try)
         return code
+    except KeyboardInterrupt:  # while the parser or the command's modules load (start-up)
+        print("neardup: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # quietly, with no traceback, as a tool killed by SIGPIPE; stdout goes nowhere from here
         # so that the interpreter's own flush at exit does not fail again

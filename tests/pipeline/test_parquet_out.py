@@ -75,8 +75,8 @@ def test_an_empty_object_is_its_json_text(tmp_path):
     (tmp_path / "out.parquet").unlink()
     t = _write(tmp_path, [[{"id": "a", "m": {}, "l": [{}]}, {"id": "b", "m": {"k": 1}}]])  # {} with a key: a struct
     assert t.schema.field("m").type == pa.struct([("k", pa.int64())])
-    assert t.schema.field("l").type == pa.string()
-    assert [(r["m"], r["l"]) for r in t.to_pylist()] == [({"k": None}, "[{}]"), ({"k": 1}, None)]
+    assert t.schema.field("l").type == pa.list_(pa.string())  # a list stays one: of its items' texts
+    assert [(r["m"], r["l"]) for r in t.to_pylist()] == [({"k": None}, ["{}"]), ({"k": 1}, None)]
 
 
 def test_dedup_parquet_with_empty_objects(tmp_path):
@@ -111,3 +111,33 @@ def test_a_large_integer_then_floats_in_a_later_block(tmp_path):
     t = _write(tmp_path, [[{"v": big}], [{"v": 1.5}]])
     assert t.schema.field("v").type == pa.float64()
     assert t.column("v").to_pylist() == [float(big), 1.5]
+
+
+def test_lists_whose_items_disagree_stay_lists_of_their_texts(tmp_path):
+    """[1, "x"] in one block, [2] in the next: a list<string> column (it was the JSON text of
+    each whole list, a string column), the items as text; nested items as their JSON text."""
+    t = _write(tmp_path, [[{"id": "a", "l": [1, "x"]}, {"id": "b", "l": [[1], {"k": 2}]}], [{"id": "c", "l": [2]}],
+                          [{"id": "d", "l": None}]])
+    assert t.schema.field("l").type == pa.list_(pa.string())
+    assert [r["l"] for r in t.to_pylist()] == [["1", "x"], ["[1]", '{"k":2}'], ["2"], None]
+
+
+def test_kept_parquet_alternates_are_the_ids_as_given(tmp_path):
+    """The alternates were strings beside an int64 id column ('2' for id 2); they are the ids
+    as the input gave them, as in kept.jsonl: int64 when the ids are integers, text otherwise."""
+    base = "the quick brown fox jumps over the lazy dog and runs far away into the deep dark forest"
+    other = "completely different words here nothing shared with the first story at all none"
+    cases = {"ints": ([1, 2, 3], pa.int64(), [[2], []]),
+             "mixed": ([1, "b", 3], pa.string(), [["b"], []]),
+             "big": ([1, 10**20, 3], pa.string(), [["100000000000000000000"], []])}  # past int64: text
+    for name, (ids, alt_type, alts) in cases.items():
+        jl = tmp_path / f"{name}.jsonl"
+        jl.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                              for i, t in zip(ids, [base, base + " today", other])))
+        neardup.dedup([str(jl)], tmp_path / name, output_format="parquet")
+        t = pq.read_table(tmp_path / name / "kept.parquet")
+        assert t.schema.field("alternates").type == pa.list_(alt_type), name
+        assert t.column("alternates").to_pylist() == alts, name
+        neardup.dedup([str(jl)], tmp_path / f"{name}-jsonl")
+        kept = [json.loads(x) for x in (tmp_path / f"{name}-jsonl" / "kept.jsonl").read_text().splitlines()]
+        assert [r["alternates"] for r in kept] == [[ids[1]], []], name

@@ -134,15 +134,47 @@ def test_no_kept_records_is_the_local_engines_empty_file(spark, tmp_path):
 
 def test_kept_line_kernel_parses_lines_as_the_local_engine():
     """The executor side: str (text files) and bytes (.jsonl.zst) lines parse to the local
-    engine's dicts, blank lines (not records) are dropped, missing alternates are empty."""
+    engine's dicts, blank lines (not records) are dropped, missing alternates are empty, and
+    alternates that were integer ids are integers again."""
     import pickle
 
-    from neardup.engines.spark.outputs import _ALTS, _kept_lines_records
+    from neardup.engines.spark.outputs import _ALT_INT, _ALTS, _kept_lines_records
 
     t = pa.table({"value": pa.array(['{"id": "a", "n": 1.0}', "  ", None, '{"id": "b", "alternates": 3}']),
-                  _ALTS: pa.array([["x"], None, None, None], pa.list_(pa.string()))})
+                  _ALTS: pa.array([["x", "7"], None, None, None], pa.list_(pa.string())),
+                  _ALT_INT: pa.array([[False, True], None, None, None], pa.list_(pa.bool_()))})
     got = [pickle.loads(x) for x in _kept_lines_records(t).column("rec").to_pylist()]
-    assert got == [({"id": "a", "n": 1.0}, ["x"]), ({"id": "b", "alternates": 3}, [])]
+    assert got == [({"id": "a", "n": 1.0}, ["x", 7]), ({"id": "b", "alternates": 3}, [])]
     tb = pa.table({"value": pa.array([b'{"id": "c", "t": "caf\xc3\xa9"}', b"\t"], pa.binary()),
-                   _ALTS: pa.array([None, None], pa.list_(pa.string()))})
+                   _ALTS: pa.array([None, None], pa.list_(pa.string())),
+                   _ALT_INT: pa.array([None, None], pa.list_(pa.bool_()))})
     assert [pickle.loads(x) for x in _kept_lines_records(tb).column("rec").to_pylist()] == [({"id": "c", "t": "café"}, [])]
+
+
+def test_integer_ids_alternates_are_integers_in_both_engines(spark, tmp_path):
+    """kept.parquet's alternates are the ids as given (int64 for integer ids; they were strings
+    beside an int64 id column), from both engines, JSONL and Parquet inputs, kept.jsonl too."""
+    from neardup.engines.spark import dedup_spark
+
+    docs = make_corpus(originals=60, copies=30, words=40, seed=5)
+    for n, d in enumerate(docs):
+        d["id"] = 1000 + n
+    jl = tmp_path / "a.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in docs[:60]))
+    pqp = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in docs[60:]], "text": [r["text"] for r in docs[60:]]}), pqp)
+    inputs = [str(jl), str(pqp)]
+    for fmt in ("parquet", "jsonl"):
+        local = neardup.dedup(inputs, tmp_path / f"local-{fmt}", output_format=fmt)
+        sp = dedup_spark(spark, inputs, tmp_path / f"spark-{fmt}", collect=True, output_format=fmt)
+        assert_same(local, sp)
+    lt, st = _read(tmp_path / "local-parquet" / "kept.parquet"), _read(tmp_path / "spark-parquet" / "kept.parquet")
+    assert lt.schema.field("id").type == pa.int64()
+    assert lt.schema.field("alternates").type == pa.list_(pa.int64())
+    assert st.schema == lt.schema and st.to_pylist() == lt.to_pylist()
+    alts = [a for r in lt.to_pylist() for a in r["alternates"]]
+    assert alts and all(type(a) is int for a in alts)
+    lj = [json.loads(x) for x in (tmp_path / "local-jsonl" / "kept.jsonl").read_text().splitlines()]
+    sj = [json.loads(x) for p in sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*"))
+          for x in p.read_text().splitlines()]
+    assert [r["alternates"] for r in lj] == [r["alternates"] for r in sj] == [r["alternates"] for r in lt.to_pylist()]

@@ -8,7 +8,8 @@ default) then fails on a later block, or silently drops the fields the first blo
 The rule here, for any input: every field of any record is a column (in order of first
 appearance; missing values are null); a field's type is the common type of its values where
 Arrow has one (``int64`` and ``double`` give ``double``, null gives way to anything), and a
-string otherwise: strings stay as they are, lists and objects become their JSON text, and a
+string otherwise: strings stay as they are, a list of values that disagree is a list of their
+texts ([1, "x"] -> ["1", "x"]), other lists and objects become their JSON text, and a
 column already written with another type is cast to text by Arrow (a double 3.0 reads "3").
 A bool among numbers is a clash (pyarrow alone would make [1.5, True] doubles), and so is an
 empty object where no object of the block has a field (Parquet has no struct of no fields).
@@ -75,6 +76,9 @@ def _column(values: list) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # mixed types: their JSON text
         arr = None
     if arr is None or not _writable(arr.type) or _bool_as_number(values, arr.type):
+        if all(v is None or isinstance(v, list) for v in values):  # lists stay lists, of text
+            return pa.array([None if v is None else [_json_text(x) for x in v] for v in values],
+                            pa.list_(pa.string()))
         return pa.array([_json_text(v) for v in values], pa.string())
     return arr
 
@@ -91,6 +95,8 @@ def table_of(rows: list[dict]) -> pa.Table:
 def _merge_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if a == b:
         return a
+    if pa.types.is_list(a) and pa.types.is_list(b):  # element by element: [1] and ["x"] -> [string]
+        return pa.list_(_merge_type(a.value_type, b.value_type))
     try:
         return pa.unify_schemas([pa.schema([("v", a)]), pa.schema([("v", b)])],
                                 promote_options="permissive").field("v").type
@@ -118,6 +124,9 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 if f.type == pa.string():  # lists and objects: their JSON text
                     col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
+                elif f.type == pa.list_(pa.string()):  # lists of values: each value's text
+                    col = _column([None if v is None else [x if x is None else _json_text(x) for x in v]
+                                   for v in col.to_pylist()]).cast(f.type)
                 else:  # a widening cast Arrow calls unsafe: an int64 past 2**53 to double, rounded
                     col = col.cast(f.type, safe=False)
         cols.append(col)
@@ -195,8 +204,9 @@ class ParquetRecords:
 def write_kept(path: str, records) -> None:
     """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
     over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
-    (a dict, changed in place) gets ``"alternates"`` as strings (a field of that name keeps
-    its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
+    (a dict, changed in place) gets ``"alternates"``, the ids as the input gave them (a list
+    of int64 when they are integers, as the ``id`` column; of strings when any is not; a field
+    of that name keeps its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
     Spark engine both write kept.parquet here."""
     from neardup.io.writers import atomic_path
 
@@ -205,7 +215,7 @@ def write_kept(path: str, records) -> None:
         try:
             rows: list[dict] = []
             for obj, alts in records:
-                obj["alternates"] = [str(a) for a in alts]
+                obj["alternates"] = list(alts)  # the ids as given: integers stay integers
                 rows.append(obj)
                 if len(rows) >= BLOCK:
                     out.write(rows)

@@ -1,6 +1,9 @@
 """The web page at ``/``: recent stories as cards; a card opens to its members side by side,
-the keeper marked and the passages each member shares with the keeper highlighted (runs of
-5 words in common, after lower-casing, as the index compares them)."""
+the keeper marked and the passages each member shares with the keeper highlighted: runs of k
+tokens in common, with the index's own k and unit (``/v1/stats``) and its normalisation (NFKC
+and lower-case for words and characters, lower-case for whitespace tokens), so that the
+passages are the shingles the index compared. Integer ids past 2^53 are read as their digits
+(JSON.parse's source text), not rounded as JavaScript numbers would be."""
 
 PAGE = r"""<!doctype html>
 <html lang="en">
@@ -8,6 +11,7 @@ PAGE = r"""<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>neardup: stories and their copies</title>
+<link rel="icon" href="data:,">
 <style>
   body { font: 15px/1.45 system-ui, sans-serif; margin: 0; background: #f6f6f4; color: #222; }
   header { padding: 14px 22px; background: #1f3a5f; color: #fff; display: flex; gap: 18px; align-items: baseline; }
@@ -17,6 +21,7 @@ PAGE = r"""<!doctype html>
   #cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(280px, 1fr)); gap: 14px; }
   .card { background: #fff; border: 1px solid #ddd; border-radius: 8px; padding: 12px 14px; cursor: pointer; }
   .card:hover, .card:focus { border-color: #1f3a5f; outline: none; box-shadow: 0 1px 6px rgba(0,0,0,.12); }
+  .card .meta, .card .snippet { overflow-wrap: anywhere; }
   .card .meta { font-size: 12px; color: #666; margin-bottom: 6px; }
   .card .size { float: right; background: #1f3a5f; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 12px; }
   #detail { margin-top: 22px; }
@@ -27,7 +32,8 @@ PAGE = r"""<!doctype html>
   .member h3 { font-size: 14px; margin: 0 0 4px; word-break: break-all; }
   .badge { display: inline-block; font-size: 11px; padding: 1px 6px; border-radius: 8px; background: #2e7d32; color: #fff; }
   .badge.alt { background: #777; }
-  .member .meta { font-size: 12px; color: #666; margin-bottom: 6px; }
+  .member .meta { font-size: 12px; color: #666; margin-bottom: 6px; overflow-wrap: anywhere; }
+  .member .title { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; }
   .member .text { white-space: pre-wrap; font-size: 13.5px; }
   mark { background: #ffe58a; padding: 0; }
   .empty { color: #666; }
@@ -45,38 +51,64 @@ PAGE = r"""<!doctype html>
 </main>
 <script>
 "use strict";
-const K = 5;
+// the index's shingles: k tokens of its unit (read from /v1/stats before a story is opened)
+const SHINGLE = {k: 5, unit: "word"};
+const WORD = /[\p{L}\p{M}\p{N}\p{Pc}]+/gu;
 function esc(s) {
   return String(s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
+// Tokens as the index makes them, each with the span of the original text it came from: words
+// (NFKC, lower-case, runs of word characters; a word NFKC splits in two is two tokens of one
+// span), whitespace-separated tokens (lower-case) or characters (NFKC, lower-case, each run of
+// white space one space, none at the ends).
 function tokens(text) {
   const out = [];
-  const re = /[\p{L}\p{M}\p{N}\p{Pc}]+/gu;
-  let m;
-  while ((m = re.exec(text)) !== null) out.push({w: m[0].toLowerCase(), s: m.index, e: m.index + m[0].length});
+  if (SHINGLE.unit === "whitespace") {
+    for (const m of text.matchAll(/\S+/gu)) out.push({w: m[0].toLowerCase(), s: m.index, e: m.index + m[0].length});
+  } else if (SHINGLE.unit === "char") {
+    let pos = 0;
+    for (const m of text.matchAll(/\s+|\S/gu)) {
+      const s = m.index, e = s + m[0].length;
+      if (/^\s/u.test(m[0])) { if (out.length) out.push({w: " ", s, e, space: true}); continue; }
+      for (const c of m[0].normalize("NFKC").toLowerCase()) out.push({w: c, s, e});
+    }
+    while (out.length && out[out.length - 1].space) out.pop();
+  } else {
+    for (const m of text.matchAll(WORD)) {
+      const s = m.index, e = s + m[0].length;
+      for (const w of m[0].normalize("NFKC").toLowerCase().match(WORD) || []) out.push({w, s, e});
+    }
+  }
   return out;
 }
+function gramAt(toks, i) { return toks.slice(i, i + SHINGLE.k).map(t => t.w).join("\u0001"); }
 function grams(toks) {
   const g = new Set();
-  for (let i = 0; i + K <= toks.length; i++) g.add(toks.slice(i, i + K).map(t => t.w).join(" "));
+  for (let i = 0; i + SHINGLE.k <= toks.length; i++) g.add(gramAt(toks, i));
   return g;
 }
-// Highlight the tokens of `text` covered by a K-word run that also occurs in `other`.
+// Highlight the spans of `text` covered by a shingle that also occurs in `otherGrams`.
 function highlight(text, otherGrams) {
   const toks = tokens(text);
   const mark = new Array(toks.length).fill(false);
-  for (let i = 0; i + K <= toks.length; i++) {
-    if (otherGrams.has(toks.slice(i, i + K).map(t => t.w).join(" "))) for (let j = i; j < i + K; j++) mark[j] = true;
+  for (let i = 0; i + SHINGLE.k <= toks.length; i++) {
+    if (otherGrams.has(gramAt(toks, i))) for (let j = i; j < i + SHINGLE.k; j++) mark[j] = true;
   }
   let html = "", pos = 0, i = 0;
   while (i < toks.length) {
-    if (!mark[i]) { i++; continue; }
+    if (!mark[i] || toks[i].s < pos) { i++; continue; }
     let j = i;
     while (j + 1 < toks.length && mark[j + 1]) j++;
     html += esc(text.slice(pos, toks[i].s)) + '<mark class="shared">' + esc(text.slice(toks[i].s, toks[j].e)) + "</mark>";
     pos = toks[j].e; i = j + 1;
   }
   return html + esc(text.slice(pos));
+}
+// JSON with integers past 2^53 kept as their digits (a JavaScript number would round them)
+function parseJSON(body) {
+  return JSON.parse(body, (key, value, ctx) =>
+    typeof value === "number" && Number.isInteger(value) && !Number.isSafeInteger(value) && ctx && ctx.source
+      ? ctx.source : value);
 }
 function when(t) {
   if (t == null) return "no time";
@@ -86,11 +118,12 @@ function when(t) {
 async function getJSON(url) {
   const r = await fetch(url);
   if (!r.ok) throw new Error(url + ": " + r.status);
-  return r.json();
+  return parseJSON(await r.text());
 }
 async function loadStats() {
   try {
     const s = await getJSON("/v1/stats");
+    if (s.config) { SHINGLE.k = s.config.k; SHINGLE.unit = s.config.unit; }
     document.getElementById("stats").textContent =
       `${s.documents.toLocaleString()} articles · ${s.clusters.toLocaleString()} stories with copies · ${s.duplicates.toLocaleString()} copies`;
   } catch (e) { /* stats are optional */ }
@@ -103,30 +136,56 @@ async function loadCards() {
   for (const c of cards) {
     const el = document.createElement("div");
     el.className = "card"; el.tabIndex = 0; el.dataset.cluster = c.cluster;
+    el.setAttribute("role", "button");
     el.innerHTML = `<span class="size" title="articles">${c.size}</span>
       <div class="meta">story ${c.cluster} · keeper <b>${esc(c.keeper)}</b>${c.keeper_source ? " (" + esc(c.keeper_source) + ")" : ""}</div>
       <div class="snippet">${esc(c.snippet || "")}…</div>`;
-    el.addEventListener("click", () => openCluster(c.cluster));
-    el.addEventListener("keydown", ev => { if (ev.key === "Enter") openCluster(c.cluster); });
+    el.addEventListener("click", () => openCluster(c.cluster, true));
+    el.addEventListener("keydown", ev => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openCluster(c.cluster, true); }
+    });
     box.appendChild(el);
   }
 }
+let lastCard = null;  // the card a story was opened from: focus goes back to it
 function showDetail(html) {
   const det = document.getElementById("detail");
   det.innerHTML = `<button id="back">← all stories</button>` + html;
   det.hidden = false;
   document.getElementById("list").hidden = true;
-  document.getElementById("back").addEventListener("click", () => { det.hidden = true; document.getElementById("list").hidden = false; });
+  document.getElementById("back").addEventListener("click", () => history.state && history.state.cluster != null
+    ? history.back() : showList());
+  const h = det.querySelector("h2, p");
+  if (h) { h.tabIndex = -1; h.focus(); }
 }
-async function openCluster(id) {
+// The list, reloaded (stories added or removed since it was shown), focus back on the card
+async function showList() {
+  document.getElementById("detail").hidden = true;
+  document.getElementById("list").hidden = false;
+  const from = lastCard;
+  await Promise.all([loadStats(), loadCards().catch(showLoadError)]);
+  const card = from == null ? null : document.querySelector(`.card[data-cluster="${from}"]`);
+  if (card) card.focus();
+}
+function showLoadError(e) {
+  document.getElementById("cards").innerHTML = '<p class="empty">Cannot load stories: ' + esc(e.message) + "</p>";
+}
+// the browser's Back and Forward move between the list and the stories opened
+window.addEventListener("popstate", ev => {
+  if (ev.state && ev.state.cluster != null) openCluster(ev.state.cluster, false); else showList();
+});
+async function openCluster(id, push) {
+  lastCard = id;
+  if (push) history.pushState({cluster: id}, "", `#story-${id}`);
+  await statsRead;
   const r = await fetch(`/v1/clusters/${id}?texts=true`);
   if (!r.ok) {  // removed since the list was loaded (404), or the service failed
     const why = r.status === 404 ? "its articles have been removed since this list was loaded" : `the service answered ${r.status}`;
     showDetail(`<p class="empty">Story ${esc(id)} cannot be shown: ${why}.</p>`);
     return;
   }
-  const d = await r.json();
-  if (d.merged_into != null) return openCluster(d.merged_into);  // merged into another story since
+  const d = parseJSON(await r.text());
+  if (d.merged_into != null) return openCluster(d.merged_into, false);  // merged into another story since
   const keeper = d.members.find(m => m.is_keeper) || d.members[0];
   const kg = grams(tokens(keeper.text || ""));
   const all = new Set();
@@ -137,12 +196,16 @@ async function openCluster(id) {
     html += `<article class="member${m.is_keeper ? " keeper" : ""}" data-id="${esc(m.id)}">
       <h3>${esc(m.id)} ${m.is_keeper ? '<span class="badge">keeper</span>' : '<span class="badge alt">alternate</span>'}</h3>
       <div class="meta">${esc(m.source || "unknown source")} · ${when(m.published_at)}${m.is_keeper ? "" : ` · ${m.match} J=${m.similarity.toFixed(3)}`}</div>
+      ${m.fields && typeof m.fields.title === "string" ? `<div class="title">${esc(m.fields.title)}</div>` : ""}
       <div class="text">${body}</div></article>`;
   }
   showDetail(html + "</div>");
 }
-loadStats();
-loadCards().catch(e => { document.getElementById("cards").innerHTML = '<p class="empty">Cannot load stories: ' + esc(e.message) + "</p>"; });
+// the stats (and with them the index's k and unit) before any story opens
+const statsRead = loadStats();
+const opening = /^#story-(\d+)$/.exec(location.hash);
+if (opening) openCluster(Number(opening[1]), false);
+loadCards().catch(showLoadError);
 </script>
 </body>
 </html>

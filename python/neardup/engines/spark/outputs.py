@@ -17,6 +17,7 @@ process, like the local engine's, not one task per partition.
 """
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import shutil
@@ -24,8 +25,8 @@ import shutil
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.io.writers import ensure_output_dir
-from neardup.pipeline.kept import text_fields
+from neardup.io.writers import dumps, ensure_output_dir
+from neardup.pipeline.kept import as_text, text_fields
 
 __all__ = ["write_outputs"]
 
@@ -45,25 +46,25 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
         _write_kept_parquet(path, sources, drop, alts)
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
+    renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
     jsonl_parts, row_parts = [], []
     for s in sources:
-        kept = s.raw.join(drop, "pos", "left_anti").join(alt, "pos", "left")
-        kept = kept.withColumn("alternates", F.coalesce("alternates", F.array().cast("array<string>")))
+        kept = s.raw.join(drop, "pos", "left_anti")
         if s.format in ("jsonl", "csv"):
             # a file's splits in file order, each filtered in place: the lines stay in order
             # (a CSV record's ``value`` is the local reader's dict as JSON: the local engine
             # writes a kept CSV record as that dict plus "alternates")
+            kept = kept.join(alt, "pos", "left")
             jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
-            rows = kept.orderBy("pos").drop("src", "recno", "pos", "alt_int")
-            # a text field as bytes (a Parquet binary column) is its UTF-8 text, as the local
-            # engine writes it (pipeline/kept.py, as_text); other binary values stay base64
-            binary = {f.name for f in rows.schema.fields if f.dataType.typeName() == "binary"}
-            for c in text_fields(opts.fields):
-                if c in binary:
-                    rows = rows.withColumn(c, F.col(c).cast("string"))
-            row_parts.append(rows)
-    parts = jsonl_parts + [p.select(F.to_json(F.struct(*p.columns)).alias("value")) for p in row_parts]
+            # each row as the local engine writes a kept Parquet record: its dict (Arrow's
+            # to_pylist), the text fields as text (as_text), the alternates as given (integer
+            # ids as numbers; Spark's to_json of an array<string> wrote them as strings). The
+            # run's alternates under a name of their own: a record may have an "alternates" field
+            rows = kept.join(renamed, "pos", "left").orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
+            row_parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields)),
+                                  "value STRING"))
+    parts = jsonl_parts + row_parts
     df = parts[0]
     for p in parts[1:]:
         df = df.union(p)
@@ -74,6 +75,12 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
 #: The run's alternates column in a kept row, under a name no record field takes (a record may
 #: have a field "alternates" of its own, which the run's replaces in its place).
 _ALTS = "__neardup_alternates"
+_ALT_INT = "__neardup_alternates_int"
+
+
+def _ids_as_given(alts: list | None, ints: list | None) -> list:
+    """A keeper's alternates as the input gave them: integers where the id was one."""
+    return [int(x) if i else x for x, i in zip(alts, ints)] if alts else []
 
 
 def _write_kept_parquet(path: str, sources, drop, alts) -> None:
@@ -85,15 +92,15 @@ def _write_kept_parquet(path: str, sources, drop, alts) -> None:
     from neardup.engines.spark.run import _map
     from neardup.pipeline.parquet_out import write_kept
 
-    alt = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS)))
+    alt = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
     parts = []
     for s in sources:
         kept = s.raw.join(drop, "pos", "left_anti").join(alt, "pos", "left")
         if s.format in ("jsonl", "csv"):
             # the splits of a file in file order, each filtered in place: no sort needed
-            parts.append(_map(kept.select("value", _ALTS), _kept_lines_records, "rec BINARY"))
+            parts.append(_map(kept.select("value", _ALTS, _ALT_INT), _kept_lines_records, "rec BINARY"))
         else:
-            rows = kept.orderBy("pos").select(*s.cols, _ALTS)
+            rows = kept.orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
             parts.append(_map(rows, _kept_rows_records, "rec BINARY"))
 
     def records():
@@ -118,8 +125,9 @@ def _kept_lines_records(t: pa.Table) -> pa.Table:
 
     vals = t.column("value").to_pylist()
     alts = t.column(_ALTS).to_pylist()
-    out = [pickle.dumps((json.loads(v), a or []), protocol=pickle.HIGHEST_PROTOCOL)
-           for v, a in zip(vals, alts) if v is not None and v.strip()]
+    ints = t.column(_ALT_INT).to_pylist()
+    out = [pickle.dumps((json.loads(v), _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
+           for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()]
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
@@ -127,9 +135,24 @@ def _kept_rows_records(t: pa.Table) -> pa.Table:
     """Kept Parquet/DataFrame rows → pickled (record dict, alternates), the dicts as Arrow's
     ``to_pylist`` makes them (as the local Parquet reader does)."""
     alts = t.column(_ALTS).to_pylist()
-    recs = t.drop_columns([_ALTS]).to_pylist()
-    out = [pickle.dumps((r, a or []), protocol=pickle.HIGHEST_PROTOCOL) for r, a in zip(recs, alts)]
+    ints = t.column(_ALT_INT).to_pylist()
+    recs = t.drop_columns([_ALTS, _ALT_INT]).to_pylist()
+    out = [pickle.dumps((r, _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
+           for r, a, n in zip(recs, alts, ints)]
     return pa.table({"rec": pa.array(out, pa.binary())})
+
+
+def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...]) -> pa.Table:
+    """Kept Parquet/DataFrame rows → kept.jsonl lines, as the local engine writes them
+    (pipeline/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
+    alts = t.column(_ALTS).to_pylist()
+    ints = t.column(_ALT_INT).to_pylist()
+    out = []
+    for r, a, n in zip(t.drop_columns([_ALTS, _ALT_INT]).to_pylist(), alts, ints):
+        as_text(r, texts)
+        r["alternates"] = _ids_as_given(a, n)
+        out.append(dumps(r))
+    return pa.table({"value": pa.array(out, pa.string())})
 
 
 def _kept_lines_kernel(t: pa.Table) -> pa.Table:
@@ -137,6 +160,6 @@ def _kept_lines_kernel(t: pa.Table) -> pa.Table:
     vals = t.column("value").to_pylist()
     alts = t.column("alternates").to_pylist()
     ints = t.column("alt_int").to_pylist()
-    out = [K.kept_jsonl_line(v, [int(x) if i else x for x, i in zip(a, n)] if n else [])
+    out = [K.kept_jsonl_line(v, _ids_as_given(a, n))
            for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()]
     return pa.table({"value": pa.array(out, pa.string())})
