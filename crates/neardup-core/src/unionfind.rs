@@ -82,9 +82,38 @@ pub fn connected_components(n: usize, pairs: &[(u32, u32)]) -> crate::Result<Vec
     Ok(uf.labels())
 }
 
+/// Which of `pairs`, taken in order, join two components (true) rather than fall inside one:
+/// the edges of a spanning forest of the graph, the first `fixed` pairs unioned first and
+/// always reported false (links known to hold, e.g. exact copies: the forest is of the rest).
+/// The index stores these edges of a batch so that its stored pairs keep the components when
+/// it keeps only a budget of each document's pairs.
+pub fn spanning_forest(n: usize, pairs: &[(u32, u32)], fixed: usize) -> crate::Result<Vec<bool>> {
+    let mut uf = UnionFind::new(n);
+    let mut out = vec![false; pairs.len()];
+    for (i, &(a, b)) in pairs.iter().enumerate() {
+        if a as usize >= n || b as usize >= n {
+            return Err(crate::Error::InvalidInput {
+                index: Some(i),
+                message: format!("pair {i} = ({a}, {b}) names a node outside 0..{n}"),
+            });
+        }
+        let joined = uf.union(a, b);
+        out[i] = joined && i >= fixed;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn forest() {
+        // 0-1, 1-2, 0-2 (a cycle: the third is not needed), 3-4; the fixed 1-2 first
+        let got = spanning_forest(5, &[(1, 2), (0, 1), (1, 2), (0, 2), (3, 4)], 1).unwrap();
+        assert_eq!(got, [false, true, false, false, true]);
+        assert!(spanning_forest(2, &[(0, 2)], 0).is_err());
+    }
 
     #[test]
     fn components() {

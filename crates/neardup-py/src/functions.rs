@@ -186,6 +186,25 @@ pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArr
     Ok(PyArray1::from_vec(py, labels))
 }
 
+#[pyfunction]
+pub fn _spanning_forest<'py>(
+    py: Python<'py>,
+    n: usize,
+    pairs: PyReadonlyArray2<'py, u32>,
+    fixed: usize,
+) -> PyResult<Bound<'py, PyArray1<bool>>> {
+    let arr = pairs.as_array();
+    if arr.shape()[1] != 2 && arr.shape()[0] != 0 {
+        return Err(param_err(py, format!("pairs must have shape (m, 2), got {:?}", arr.shape())));
+    }
+    if n > u32::MAX as usize {
+        return Err(param_err(py, "at most 2^32 - 1 nodes"));
+    }
+    let pairs: Vec<(u32, u32)> = arr.outer_iter().map(|row| (row[0], row[1])).collect();
+    let mask = detached(py, || unionfind::spanning_forest(n, &pairs, fixed))?;
+    Ok(PyArray1::from_vec(py, mask))
+}
+
 #[pyclass(module = "neardup._core", name = "UnionFind")]
 pub struct PyUnionFind {
     inner: unionfind::UnionFind,

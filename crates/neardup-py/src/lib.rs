@@ -34,6 +34,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::band_keys, m)?)?;
     m.add_function(wrap_pyfunction!(functions::candidate_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(functions::connected_components, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::_spanning_forest, m)?)?;
     m.add_function(wrap_pyfunction!(functions::simd_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(functions::_panic_for_tests, m)?)?;
     m.add("ENGLISH_STOPWORDS", neardup_core::stopwords::ENGLISH.to_vec())?;

@@ -30,12 +30,19 @@ from neardup.pipeline.candidates import pairs_from_keys
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
 from neardup.simhash import hamming
-from neardup.index import plan_steps
+from neardup.index import budget, plan_steps
 from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, first_in_archive, first_in_archive_few,
     first_in_batch, first_in_batch_few, group, group_few, join, join_few, nan_if_none, pair_rows, pair_rows_few,
     unique_pairs, unique_pairs_few)
 
 __all__ = ["Plan", "Planning"]
+
+
+def _hits(ci_all: np.ndarray, cd_all: np.ndarray, ci: np.ndarray, cd: np.ndarray) -> np.ndarray:
+    """How many bands each unique pair (ci, cd) shares: its count among (ci_all, cd_all), the
+    lookups' hits (a pair once per band)."""
+    u, counts = np.unique((ci_all.astype(np.uint64) << np.uint64(32)) | cd_all.astype(np.uint64), return_counts=True)
+    return counts[np.searchsorted(u, (ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))]
 
 
 @dataclass
@@ -121,6 +128,7 @@ class Planning:
                     ca_d.append(d)
             ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
             cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
+        ci_hits, cd_hits = ci, cd  # each pair once per band it shares (budget.archive_rounds)
         if len(ci):  # each (batch document, archive document) once, in that order
             ci, cd = (unique_pairs_few if small else unique_pairs)(ci, cd)
         if len(reps) > 1:
@@ -152,11 +160,20 @@ class Planning:
         sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
-        sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
-        sw.lap("plan: verification: shingles, Jaccard")
         # SimHash's estimate is its distance check: every candidate within max_distance is a pair
         # (as neardup dedup); otherwise the similarity must reach the threshold
         bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        budgeted = cfg.store_text  # (a removal verifies again from the texts: budget.py)
+        if budgeted and budget.over_budget(ci, cd, meta):
+            # a story larger than a round: its candidates verified in rounds, by cluster
+            no_pairs = np.zeros((0, 2), np.int64)
+            ci, cd, sims_a = budget.archive_rounds(
+                ci, cd, _hits(ci_hits, cd_hits, ci, cd), meta,
+                lambda i_, d_: self._verify(conn, docs, sigs, sig_row, i_, d_, no_pairs, meta, hcache)[0], bar)
+            sims_b = self._verify(conn, docs, sigs, sig_row, ci[:0], cd[:0], bp, meta, hcache)[1]
+        else:
+            sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
+        sw.lap("plan: verification: shingles, Jaccard")
         ok_a = sims_a >= bar
         ok_b = sims_b >= bar
         ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
@@ -262,9 +279,13 @@ class Planning:
                 if closest[i] is None:
                     ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
                     closest[i] = (ident, float(sims_all[p_]), "near")
-        pairs = [(int(doc_nums[i]), int(d), float(s)) for i, d, s in zip(ci.tolist(), cd.tolist(), sims_a.tolist())]
-        pairs += [(int(doc_nums[a]), int(doc_nums[b]), float(s)) for (a, b), s in zip(bp.tolist(), sims_b.tolist())]
-        pairs = [(min(a, b), max(a, b), s) for a, b, s in pairs]
+        if budgeted:  # the pairs stored: a budget per document, and a forest that keeps the clusters
+            ka, kb = budget.kept_pairs(n, ci, cd, sims_a, bp, sims_b, ae, arch_exact, be, batch_exact, meta)
+            ci_s, cd_s, sa_s, bp_s, sb_s = ci[ka], cd[ka], sims_a[ka], bp[kb], sims_b[kb]
+        else:
+            ci_s, cd_s, sa_s, bp_s, sb_s = ci, cd, sims_a, bp, sims_b
+        pairs = [(int(d), int(doc_nums[i]), float(s)) for i, d, s in zip(ci_s.tolist(), cd_s.tolist(), sa_s.tolist())]
+        pairs += [(int(doc_nums[a]), int(doc_nums[b]), float(s)) for (a, b), s in zip(bp_s.tolist(), sb_s.tolist())]
 
         # verdicts: built when asked for (an add from the CLI only counts them)
         def keeper_doc_of(c: int) -> int:

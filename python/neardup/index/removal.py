@@ -19,7 +19,10 @@ from neardup.index import counters
 from neardup.index.store import State, immediate
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.verify import HashSets, verify_exact
+from neardup.index.intake import sign
 from neardup.index.plan_steps import nan_if_none
+from neardup.pipeline.candidates import pairs_from_keys
+from neardup.simhash import hamming
 from neardup.index.errors import few
 
 __all__ = ["Removal"]
@@ -113,6 +116,14 @@ class Removal:
                     if j != i:
                         edges.append((j, i))
             lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
+            if self.config.store_text and len(np.unique(lab)) > 1:
+                # split on the stored pairs, which are a budget of the verified ones (budget.py):
+                # the pairs across the parts that neardup dedup would verify, verified again
+                for i, j, sim in self._bridges(conn, rest, lab):
+                    edges.append((i, j))
+                    inherited.append((rest[i]["doc"], rest[j]["doc"], sim))  # (i < j: doc order)
+                lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
+                                 np.int64)
             comps: dict[int, list[int]] = {}
             for i, l in enumerate(lab.tolist()):
                 comps.setdefault(l, []).append(i)
@@ -188,6 +199,42 @@ class Removal:
         if scrub and self.config.store_text:
             self._scrub(conn)
         return len(gone)
+
+    def _bridges(self, conn, rest: list[dict], lab: np.ndarray) -> list[tuple[int, int, float]]:
+        """The verified pairs (i, j, similarity), i < j positions in `rest` (a story's remaining
+        articles, in document order), that join two of its parts `lab`: their LSH candidates
+        (signed again from their texts, as an add signs them) across the parts, verified as an
+        add verifies them. Nothing when no pair was left out of the stored ones (then every
+        verified pair is stored already and none passes that is not)."""
+        cfg = self.config
+        ds = [m["doc"] for m in rest]
+        tx = self._texts_of(conn, ds)
+        texts = [tx[d] for d in ds]
+        signed = sign(texts, self.signer, cfg.bands, cfg.rows, self.threads)
+        tok = np.flatnonzero(signed.has_tok)
+        if len(tok) < 2:
+            return []
+        pr = pairs_from_keys(np.ascontiguousarray(signed.band_keys)).astype(np.int64)
+        if not len(pr):
+            return []
+        pr = tok[pr]  # rows of the signed (tokened) texts -> positions in rest
+        pr = pr[lab[pr[:, 0]] != lab[pr[:, 1]]]
+        if cfg.method == "simhash":
+            fp = np.zeros(len(rest), np.uint64)
+            fp[tok] = signed.sigs[:, 0]
+            pr = pr[hamming(fp[pr[:, 0]], fp[pr[:, 1]]) <= cfg.max_distance]
+        if not len(pr):
+            return []
+        pr = np.sort(pr, axis=1)
+        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        if cfg.verify == "exact":
+            sims = verify_exact(HashSets(self.signer.hashes(texts)), pr, cfg.measure)
+        else:
+            sg = self._sigs_of(conn, ds)
+            sims = self._estimate(np.stack([sg[d] for d in ds]), pr)
+        sims = np.asarray(sims, np.float64)
+        ok = sims >= bar
+        return [(int(i), int(j), float(x)) for (i, j), x in zip(pr[ok].tolist(), sims[ok].tolist())]
 
     def _scrub(self, conn) -> None:
         """Overwrite the texts listed in ``scrubs`` with zeros, fsync each file once, then delete
