@@ -540,3 +540,21 @@ def test_cli_max_chars_and_ids_file_errors(tmp_path, capsys):
     assert f"{bad}: not valid UTF-8 (byte 0xff at offset 2)" in capsys.readouterr().err
     assert main(["index", "remove", d, "--ids-file", str(tmp_path / "missing.txt")]) == 4
     assert "missing.txt: cannot read: No such file or directory" in capsys.readouterr().err
+
+
+def test_compact_with_no_live_document_writes_no_segment(tmp_path):
+    """Compacting an empty index (or one whose documents were all removed) wrote a segment of
+    no documents; now there is none, as in a new index, and the index goes on as before."""
+    t = "a story about the harbour bridge repairs and the tides that closed the road on monday"
+    with Index.create(tmp_path / "ix") as ix:
+        assert ix.compact()["segments"] == 0
+        ix.add([{"id": "a", "text": t}, {"id": "b", "text": t + " again"}])
+        ix.remove(["a", "b"])
+        assert ix.compact()["segments"] == 0
+        assert ix.stats()["segments"] == 0 and ix.stats()["documents"] == 0
+        assert not [f for f in os.listdir(tmp_path / "ix") if f.startswith("seg-")]
+        assert ix.check()["texts"] == 0
+        v = ix.add([{"id": "c", "text": t}])[0]
+        assert v.status == "new"
+        assert ix.compact()["segments"] == 1
+        assert ix.query(t + " again")[0].status == "duplicate"

@@ -75,3 +75,21 @@ def test_parquet_read_buffer_follows_the_widest_row_group(tmp_path):
 
 def test_records_in_memory_hold_no_read_buffer():
     assert RecordsSource([{"id": "a", "text": "x"}]).read_buffer_bytes() == 0
+
+
+def test_a_record_with_a_key_json_cannot_name_is_a_bad_record(tmp_path):
+    """A tuple as a field name (or deeper, in a nested object) failed the run at the outputs,
+    after the work, with orjson's "keys must be str, int, ..."; it is a bad record, named."""
+    import neardup
+    from neardup.io.errors import RecordError
+
+    t = "the quick brown fox jumps over the lazy dog and runs far away into the deep dark forest"
+    recs = [{"id": "a", "text": t, ("x", 1): 2}, {"id": "b", "text": t + " now", "m": {"k": [{frozenset(): 1}]}},
+            {"id": "c", "text": t + " again", 7: "an int name is written as \"7\"", None: 1}]
+    with pytest.raises(RecordError, match=r"<records>:1: field name \('x', 1\) is a tuple"):
+        neardup.dedup(recs, tmp_path / "out")
+    assert not (tmp_path / "out" / "kept.jsonl").exists()
+    res = neardup.dedup(recs, tmp_path / "out", on_error="skip")
+    assert [(e["line"], e["field"]) for e in res.report["skipped_records"]] == [(1, None), (2, "m.k[0]")]
+    kept = (tmp_path / "out" / "kept.jsonl").read_text()
+    assert '"7":' in kept and '"null":' in kept

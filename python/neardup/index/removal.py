@@ -293,8 +293,10 @@ class Removal:
             parts = self._arrays(st) + [st.l0.postings(self.config.bands)]
             p = Postings.merge(parts, self.config.bands, st.tombstones)
             p.docs = int(len(np.unique(np.concatenate([p.exact[1]] + [b[1] for b in p.bands]))))
-            name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
-            size, crc = write_segment(os.path.join(self.directory, name), p)
+            name = None  # no live document (an empty index, or all removed): no segment, as a new index
+            if p.docs:
+                name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
+                size, crc = write_segment(os.path.join(self.directory, name), p)
             # text log: copy live texts to a new file
             new_text = None
             moves = []
@@ -322,8 +324,9 @@ class Removal:
                 conn.execute("DELETE FROM tombstones")
                 if new_text is not None:  # the new log holds no removed text to overwrite
                     conn.execute("DELETE FROM scrubs")
-                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
-                             (name, p.docs, size, crc, time.time()))
+                if name is not None:
+                    conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                                 (name, p.docs, size, crc, time.time()))
                 if new_text is not None:
                     conn.executemany("UPDATE documents SET text_file = ?, text_offset = ? WHERE doc = ?", moves)
                     conn.execute("DELETE FROM text_files")
@@ -340,4 +343,4 @@ class Removal:
                 except OSError:
                     pass
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": 1}
+            return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": int(name is not None)}

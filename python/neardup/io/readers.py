@@ -436,8 +436,35 @@ class RecordsSource(Source):
                 continue
             if not isinstance(rec, Mapping):
                 yield r, RecordError(self.name, r, f"expected a mapping, got {type(rec).__name__}")
+                continue
+            bad = _unwritable_key(rec)
+            if bad is not None:  # (it failed at the outputs, after the run: "keys must be str, ...")
+                where, key = bad
+                yield r, RecordError(self.name, r, f"field name {key!r} is a {type(key).__name__}: JSON names "
+                                     "are strings (numbers, booleans and null are written as such)", field=where)
             else:
                 yield r, dict(rec)
+
+
+def _unwritable_key(obj, where: str = "") -> tuple[str | None, Any] | None:
+    """The first dict key, at any depth of `obj`, that JSON cannot name (not a str, number,
+    bool or None: a tuple, say), as (the field it is in, None at the top; the key); None when
+    there is none."""
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            if not (k is None or isinstance(k, (str, int, float))):
+                return (where or None), k
+            if isinstance(v, (Mapping, list, tuple)):
+                found = _unwritable_key(v, f"{where}.{k}" if where else str(k))
+                if found is not None:
+                    return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            if isinstance(v, (Mapping, list, tuple)):
+                found = _unwritable_key(v, f"{where}[{i}]")
+                if found is not None:
+                    return found
+    return None
 
 
 class _StdinSource(JsonlSource):
