@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 import neardup
+from neardup import _core
 from neardup.index.errors import DocumentNotFoundError
 from neardup.index.segment import Postings, write_segment
 from neardup.index import counters
@@ -204,8 +205,9 @@ class Removal:
         """The verified pairs (i, j, similarity), i < j positions in `rest` (a story's remaining
         articles, in document order), that join two of its parts `lab`: their LSH candidates
         (signed again from their texts, as an add signs them) across the parts, verified as an
-        add verifies them. Nothing when no pair was left out of the stored ones (then every
-        verified pair is stored already and none passes that is not)."""
+        add verifies them, and of those a spanning forest of the parts (the strongest first).
+        Nothing when no pair was left out of the stored ones (then every verified pair is
+        stored already and none passes that is not)."""
         cfg = self.config
         ds = [m["doc"] for m in rest]
         tx = self._texts_of(conn, ds)
@@ -233,8 +235,11 @@ class Removal:
             sg = self._sigs_of(conn, ds)
             sims = self._estimate(np.stack([sg[d] for d in ds]), pr)
         sims = np.asarray(sims, np.float64)
-        ok = sims >= bar
-        return [(int(i), int(j), float(x)) for (i, j), x in zip(pr[ok].tolist(), sims[ok].tolist())]
+        ok = np.flatnonzero(sims >= bar)
+        # of those, the ones that join parts (the strongest first): at most one fewer than the parts
+        ok = ok[np.lexsort((ok, -sims[ok]))]
+        joins = np.asarray(_core._spanning_forest(len(rest), np.ascontiguousarray(lab[pr[ok]], np.uint32), 0), bool)
+        return [(int(i), int(j), float(x)) for (i, j), x in zip(pr[ok[joins]].tolist(), sims[ok[joins]].tolist())]
 
     def _scrub(self, conn) -> None:
         """Overwrite the texts listed in ``scrubs`` with zeros, fsync each file once, then delete
