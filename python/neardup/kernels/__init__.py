@@ -188,11 +188,16 @@ def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Seque
     return _checked_table(rows)
 
 
-def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str]) -> pa.Table:
-    """Check records given as columns (Parquet, a DataFrame), as the local engine does."""
+def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str],
+               renames: dict[str, str] | None = None) -> pa.Table:
+    """Check records given as columns (Parquet, a DataFrame), as the local engine does.
+    `renames`: column name -> the record's field name, for fields named as ``src``/``recno``."""
     src = table.column("src").to_numpy()
     recno = table.column("recno").to_numpy()
-    recs = table.drop_columns(["src", "recno"]).to_pylist()
+    rest = table.drop_columns(["src", "recno"])
+    if renames:
+        rest = rest.rename_columns([renames.get(c, c) for c in rest.column_names])
+    recs = rest.to_pylist()
     rows = [_check_one(rec, fields, limits, names[s], s, r) for s, r, rec in zip(src.tolist(), recno.tolist(), recs)]
     return _checked_table(rows)
 

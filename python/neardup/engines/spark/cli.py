@@ -43,6 +43,9 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
     if a.demo or not a.inputs:
         print("neardup dedup --engine spark: give INPUT files (JSONL, CSV or Parquet)", file=sys.stderr)
         return 2
+    if a.partitions is not None and a.partitions < 1:  # (before a session starts: ~15 s)
+        print(f"neardup dedup: partitions must be a positive integer, got {a.partitions}", file=sys.stderr)
+        return 2
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()

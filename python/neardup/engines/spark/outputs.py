@@ -62,8 +62,8 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             # ids as numbers; Spark's to_json of an array<string> wrote them as strings). The
             # run's alternates under a name of their own: a record may have an "alternates" field
             rows = kept.join(renamed, "pos", "left").orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            row_parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields)),
-                                  "value STRING"))
+            row_parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields),
+                                                          renames=s.renames), "value STRING"))
     parts = jsonl_parts + row_parts
     df = parts[0]
     for p in parts[1:]:
@@ -101,7 +101,7 @@ def _write_kept_parquet(path: str, sources, drop, alts) -> None:
             parts.append(_map(kept.select("value", _ALTS, _ALT_INT), _kept_lines_records, "rec BINARY"))
         else:
             rows = kept.orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            parts.append(_map(rows, _kept_rows_records, "rec BINARY"))
+            parts.append(_map(rows, functools.partial(_kept_rows_records, renames=s.renames), "rec BINARY"))
 
     def records():
         for p in parts:
@@ -131,24 +131,32 @@ def _kept_lines_records(t: pa.Table) -> pa.Table:
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
-def _kept_rows_records(t: pa.Table) -> pa.Table:
+def _record_rows(t: pa.Table, renames: dict[str, str] | None) -> list[dict]:
+    """The record dicts of kept rows (their fields under the records' own names)."""
+    rest = t.drop_columns([_ALTS, _ALT_INT])
+    if renames:
+        rest = rest.rename_columns([renames.get(c, c) for c in rest.column_names])
+    return rest.to_pylist()
+
+
+def _kept_rows_records(t: pa.Table, renames: dict[str, str] | None = None) -> pa.Table:
     """Kept Parquet/DataFrame rows → pickled (record dict, alternates), the dicts as Arrow's
     ``to_pylist`` makes them (as the local Parquet reader does)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
-    recs = t.drop_columns([_ALTS, _ALT_INT]).to_pylist()
+    recs = _record_rows(t, renames)
     out = [pickle.dumps((r, _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
            for r, a, n in zip(recs, alts, ints)]
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
-def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...]) -> pa.Table:
+def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None) -> pa.Table:
     """Kept Parquet/DataFrame rows → kept.jsonl lines, as the local engine writes them
     (pipeline/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
     out = []
-    for r, a, n in zip(t.drop_columns([_ALTS, _ALT_INT]).to_pylist(), alts, ints):
+    for r, a, n in zip(_record_rows(t, renames), alts, ints):
         as_text(r, texts)
         r["alternates"] = _ids_as_given(a, n)
         out.append(dumps(r))

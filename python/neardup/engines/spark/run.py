@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ import pyarrow as pa
 from neardup import kernels as K
 from neardup.engines.spark.outputs import write_outputs
 from neardup.engines.spark.sources import read_sources
-from neardup.io.errors import RecordError
+from neardup.errors import InvalidParameterError
+from neardup.io.errors import InputFileError, RecordError
+from neardup.io.writers import ensure_output_dir
 from neardup.io.records import Fields, Limits
 from neardup.lsh import candidate_probability
 from neardup.pipeline.candidates import choose_bands, curve_table
@@ -106,11 +109,19 @@ def read_outputs(outdir: str) -> SparkDedupResult:
         report = json.load(f)
     clusters = sorted(rows("clusters.parquet"), key=lambda c: c["cluster"])
     pairs = rows("pairs.parquet")
-    kept_name = "kept.parquet" if os.path.exists(os.path.join(outdir, "kept.parquet")) else None
+    # the kept file this run wrote (report.json lists it): an earlier run's other kept file
+    # may still be there (read before 2026-12-01, when kept.parquet was read whatever the run wrote)
+    id_field = report["options"]["fields"]["id"]
     kept = []
-    if kept_name:
-        t = ds.dataset(os.path.join(outdir, kept_name), format="parquet").to_table()
-        kept = t.column(report["options"]["fields"]["id"]).to_pylist() if report["options"]["fields"]["id"] in t.column_names else []
+    files = report.get("files") or []
+    if "kept.parquet" in files:
+        t = ds.dataset(os.path.join(outdir, "kept.parquet"), format="parquet").to_table()
+        kept = t.column(id_field).to_pylist() if id_field in t.column_names else []
+    elif "kept.jsonl" in files:
+        kdir = os.path.join(outdir, "kept.jsonl")
+        for name in sorted(n for n in os.listdir(kdir) if n.startswith("part-")):
+            with open(os.path.join(kdir, name), encoding="utf-8") as f:
+                kept += [json.loads(line).get(id_field) for line in f if line.strip()]
     return SparkDedupResult(report=report, clusters=clusters, pairs=pairs, kept=kept)
 
 
@@ -227,6 +238,10 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
     from pyspark.sql import functions as F
 
     opts.check()
+    if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
+        raise InvalidParameterError(f"partitions must be a positive integer, got {partitions!r}")
+    if out is not None:  # before the job, not after it (a file there failed the run at the end)
+        ensure_output_dir(os.fspath(out))
     simhash = opts.method == "simhash"
     t_start = time.perf_counter()
     log = StageLog()
@@ -481,6 +496,11 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 json.dump(report, f, indent=2, ensure_ascii=False)
                 f.write("\n")
         return result
+    except Exception as exc:
+        err = _input_error(exc)
+        if err is None:
+            raise
+        raise err from None
     finally:
         if saved_conf is not None:
             spark.conf.set("spark.sql.shuffle.partitions", saved_conf)
@@ -490,6 +510,24 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
                 df.unpersist()
             except Exception:  # pragma: no cover
                 pass
+
+
+#: Spark's error classes for an input it cannot read (a truncated .gz, a damaged Parquet footer,
+#: a path that is not there): the local engine's InputFileError (exit 4), not a JVM stack trace
+_READ_ERRORS = re.compile(r"\[((?:FAILED_READ_FILE|PATH_NOT_FOUND|CANNOT_READ_FILE_FOOTER)[A-Z_.]*)\] ?([^\n]*)")
+
+
+def _input_error(exc: BaseException) -> InputFileError | None:
+    """The InputFileError a Spark read failure stands for, else None: Spark's own sentence (it
+    names the file) and the first cause the JVM gives (``EOFException: Unexpected end of
+    input stream``)."""
+    msg = str(exc)
+    m = _READ_ERRORS.search(msg)
+    if m is None:
+        return None
+    what = m.group(2).split(" SQLSTATE")[0].strip()
+    cause = next((line.split("Caused by:", 1)[1].strip() for line in msg.splitlines() if "Caused by:" in line), None)
+    return InputFileError(f"{what}" + (f" ({cause})" if cause else "") + f" [{m.group(1)}]")
 
 
 def _minhash_members(reps, N: int, persist):

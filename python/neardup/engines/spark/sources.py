@@ -11,6 +11,7 @@ carrying the texts through the shuffles cost serialising and writing the whole c
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,8 +32,10 @@ class Source:
     format: str           # "jsonl", "csv", "parquet" or "dataframe"
     raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, value, error (CSV)
                           # | pos, src, recno, <record columns>
-    cols: list[str] | None = None  # the record columns (Parquet, DataFrame)
+    cols: list[str] | None = None  # the record columns (Parquet, DataFrame), as ``raw`` names them
     cached: Any = None             # a DataFrame this source cached (unpersist after the run)
+    renames: dict[str, str] | None = None  # raw's name -> the record's, for a record column named
+                                           # as one of raw's own (``pos``, ``src``, ``recno``)
 
     def checker(self, fields: Fields, limits: Limits, names: list[str]) -> Callable[[pa.Table], pa.Table]:
         """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
@@ -40,7 +43,8 @@ class Source:
             return lambda t: K.check_jsonl(t, fields=fields, limits=limits, names=names)
         if self.format == "csv":
             return lambda t: K.check_csv(t, fields=fields, limits=limits, names=names)
-        return lambda t: K.check_rows(t, fields=fields, limits=limits, names=names)
+        renames = self.renames
+        return lambda t: K.check_rows(t, fields=fields, limits=limits, names=names, renames=renames)
 
     def check_input(self, df):
         """The columns of ``df`` (rows of ``raw``) the checker reads (``pos`` is recomputed)."""
@@ -59,10 +63,13 @@ def read_sources(spark, inputs) -> list[Source]:
     out = []
     for i, item in enumerate(inputs):
         if _is_df(item):
-            cols = item.columns
-            raw = item.select(F.lit(i).alias("src"), (F.monotonically_increasing_id() + 1).alias("recno"), *cols)
+            cols, renames, sel = _record_columns(item)
+            numbered = item.select(F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"),
+                                   *sel)
+            raw = numbered.select(F.lit(i).alias("src"), _dense_recno(numbered).alias("recno"),
+                                  *[numbered[c] for c in cols])
             raw = raw.localCheckpoint(eager=True)  # the record numbers must not change between reads
-            out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols))
+            out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols, renames=renames))
             continue
         path = os.fspath(item)
         if path == "-":
@@ -76,18 +83,82 @@ def read_sources(spark, inputs) -> list[Source]:
             lines = _read_zst_jsonl(spark, path, i)
             out.append(Source(i, path, "jsonl", _with_pos(lines), cached=lines))
         elif fmt == "jsonl":
-            out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, path, i))))
+            out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, _hadoop_path(path), i))))
         elif fmt == "csv":
             rows = _read_csv(spark, path, i)
             out.append(Source(i, path, "csv", _with_pos(rows), cached=rows))
         elif fmt == "parquet":
-            df = spark.read.parquet(path)
-            cols = df.columns
-            raw = df.select(F.lit(i).alias("src"), (F.col("_metadata.row_index") + 1).alias("recno"), *cols)
-            out.append(Source(i, path, "parquet", _with_pos(raw), cols))
+            df = spark.read.parquet(_hadoop_path(path))
+            cols, renames, sel = _record_columns(df)
+            raw = df.select(F.lit(i).alias("src"), _parquet_recno(df).alias("recno"), *sel)
+            out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames))
         else:
             raise InputFileError(f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}")  # pragma: no cover
     return out
+
+
+def _hadoop_path(path: str) -> str:
+    """A local file's path as Spark's reader (Hadoop's file system) must be given it: absolute,
+    and its glob characters escaped — a file named ``st*ar.jsonl`` was read as a pattern that
+    also matched ``stXar.jsonl``, and ``we[ird].jsonl`` as one that matched nothing. A URL
+    (``hdfs://``, ``file://``) is the user's pattern, as given. Hadoop cannot name a local
+    file with a ``:`` in its name (a relative URI): that is said, not a Java stack trace."""
+    if "://" in path:
+        return path
+    absolute = os.path.abspath(path)
+    if ":" in os.path.basename(absolute) or ":" in absolute:
+        raise InputFileError(f"{path}: Spark (Hadoop's file system) cannot read a file whose path has a ':'; "
+                             "rename it, or use the local engine")
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", absolute)
+
+
+#: the columns ``raw`` adds to a record's: a record column of one of these names is renamed
+#: in ``raw`` (and named back for the checks and the kept records), not overwritten
+_RAW_COLUMNS = ("pos", "src", "recno", "_pid", "_mid")
+
+
+def _record_columns(df) -> tuple[list[str], dict[str, str] | None, list]:
+    """(the record columns as ``raw`` names them, raw name -> record name for the renamed, the
+    select expressions): a column named as one of raw's own gets ``__neardup_col_<name>``."""
+    names = df.columns
+    cols = [f"__neardup_col_{c}" if c in _RAW_COLUMNS else c for c in names]
+    renames = {r: c for r, c in zip(cols, names) if r != c} or None
+    return cols, renames, [df[c].alias(r) for c, r in zip(names, cols)]
+
+
+def _dense_recno(numbered):
+    """1, 2, 3, ... over the rows of `numbered` (columns ``_pid``, the partition, and ``_mid``,
+    ``monotonically_increasing_id``: partition << 33 | row), in partition order, from each
+    partition's row count (one JVM-only job). ``monotonically_increasing_id`` alone left gaps
+    of 2^33 between partitions, which from partition 128 on ran into the input's bits of
+    ``pos`` (two inputs' records took the same name)."""
+    from pyspark.sql import functions as F
+
+    counts = dict(numbered.groupBy("_pid").count().collect())
+    offs, run = [], 0
+    for p in range(max(counts) + 1 if counts else 0):
+        offs.append(run)
+        run += counts.get(p, 0)
+    off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
+    return (off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1).cast("bigint")
+
+
+def _parquet_recno(df):
+    """The record number in a Parquet input: its row's index in its file plus the rows of the
+    files before it, in path order (a glob or a directory is several files: their row indexes
+    each start at 0, so records of different files took the same number and name)."""
+    from pyspark.sql import functions as F
+
+    path = F.col("_metadata.file_path")
+    counts = sorted(df.select(path.alias("f")).groupBy("f").count().collect())
+    row = F.col("_metadata.row_index") + 1
+    if len(counts) <= 1:
+        return row
+    offs, run = [], 0
+    for f, c in counts:
+        offs += [F.lit(f), F.lit(run)]
+        run += c
+    return (F.element_at(F.create_map(*offs), path) + row).cast("bigint")
 
 
 def _with_pos(raw):
@@ -104,14 +175,7 @@ def _read_jsonl(spark, path: str, src: int):
 
     df = spark.read.text(path).select(
         F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), "value")
-    counts = dict(df.groupBy("_pid").count().collect())
-    offs, run = [], 0
-    for p in range(max(counts) + 1 if counts else 0):
-        offs.append(run)
-        run += counts.get(p, 0)
-    off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
-    recno = off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1
-    return df.select(F.lit(src).alias("src"), recno.cast("bigint").alias("recno"), "value")
+    return df.select(F.lit(src).alias("src"), _dense_recno(df).alias("recno"), "value")
 
 
 def _read_zst_jsonl(spark, path: str, src: int):
