@@ -31,18 +31,37 @@ __all__ = [
 ]
 
 
+#: b and r are exponents in the core (a 32-bit int): past it they wrapped to negative powers
+#: ("probabilities" of inf and -1), and the areas' integrator never returned
+_BR_MAX = (1 << 31) - 1
+
+
 def _check_br(b: Any, r: Any) -> tuple[int, int]:
     for name, v in (("b", b), ("r", r)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise InvalidParameterError(f"{name} must be a positive int, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= _BR_MAX:
+            raise InvalidParameterError(f"{name} must be an int in [1, 2^31 - 1], got {v!r}")
     return int(b), int(r)
+
+
+def _check_unit(name: str, v: Any) -> float:
+    """A number in [0, 1] (a threshold, a similarity, a recall): not a bool, a string or NaN,
+    which ran (a string read as a number; NaN or 2.0 left the areas' integrator looping)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise InvalidParameterError(f"{name} must be a number in [0, 1], got {v!r}")
+    f = float(v)
+    if not 0.0 <= f <= 1.0:  # (NaN fails this too)
+        raise InvalidParameterError(f"{name} must be in [0, 1], got {v!r}")
+    return f
 
 
 def candidate_probability(s: float | Any, b: int, r: int) -> float | np.ndarray:
     """Chance that a pair with Jaccard ``s`` matches in at least one of ``b`` bands of ``r``
     rows. ``s`` may be a float or an array."""
     b, r = _check_br(b, r)
-    arr = np.asarray(s, dtype=np.float64)
+    given = np.asarray(s)
+    if given.dtype.kind not in "iuf":  # strings, bools, objects: not read as numbers
+        raise InvalidParameterError(f"s must be a number or an array of numbers in [0, 1], got {given.dtype}")
+    arr = given.astype(np.float64)
     if np.any((arr < 0) | (arr > 1)) or np.any(np.isnan(arr)):
         raise InvalidParameterError("s must be in [0, 1]")
     if arr.ndim == 0:
@@ -65,11 +84,14 @@ def optimal_params(
     (0.3, 0.7)); unlike datasketch it also answers threshold 1.0 (one band of all rows).
     """
     num_perm = _check_num_perm(num_perm)
+    threshold = _check_unit("threshold", threshold)
+    if isinstance(weights, (str, bytes)):  # ("12" was read as the weights 1 and 2)
+        raise InvalidParameterError(f"weights must be two numbers, got {weights!r}")
     try:
         fp_w, fn_w = (float(w) for w in weights)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"weights must be two numbers, got {weights!r}") from None
-    return _core.optimal_params(float(threshold), num_perm, fp_w, fn_w)
+    return _core.optimal_params(threshold, num_perm, fp_w, fn_w)
 
 
 def params_for_recall(threshold: float, num_perm: int, recall: float = 0.95) -> tuple[int, int]:
@@ -81,19 +103,20 @@ def params_for_recall(threshold: float, num_perm: int, recall: float = 0.95) -> 
     it); ties go to fewer slots. Raises :class:`InvalidParameterError` when no (b, r) with
     ``b*r <= num_perm`` reaches the recall, naming the best reachable one.
     """
-    return _core.params_for_recall(float(threshold), _check_num_perm(num_perm), float(recall))
+    return _core.params_for_recall(_check_unit("threshold", threshold), _check_num_perm(num_perm),
+                                   _check_unit("recall", recall))
 
 
 def false_positive_area(threshold: float, b: int, r: int) -> float:
     """∫₀^threshold P(s) ds: datasketch's false-positive measure."""
     b, r = _check_br(b, r)
-    return _core.false_positive_area(float(threshold), b, r)
+    return _core.false_positive_area(_check_unit("threshold", threshold), b, r)
 
 
 def false_negative_area(threshold: float, b: int, r: int) -> float:
     """∫_threshold^1 (1 - P(s)) ds: datasketch's false-negative measure."""
     b, r = _check_br(b, r)
-    return _core.false_negative_area(float(threshold), b, r)
+    return _core.false_negative_area(_check_unit("threshold", threshold), b, r)
 
 
 def band_keys(signatures: Any, b: int, r: int, threads: int | None = None) -> np.ndarray:

@@ -180,6 +180,14 @@ class MinHash:
         Order and repeats do not matter.
         """
         arr = np.asarray(hashes)
+        if (arr.dtype.kind in "fO" and not isinstance(hashes, np.ndarray)
+                and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in hashes)):
+            # a list of ids on both sides of 2^63 (as Shingler.hashes(...).tolist() gives) is read
+            # by NumPy as float64: read it as the integers it holds
+            try:
+                arr = np.array(hashes, dtype=np.uint64)
+            except (OverflowError, TypeError, ValueError):
+                pass  # (negative or past 64 bits: refused below)
         if arr.ndim != 1:
             raise InvalidParameterError(f"hashes must be 1-D, got shape {arr.shape}")
         if arr.size and arr.dtype.kind not in "iu":
@@ -219,6 +227,12 @@ def estimate_jaccard(sig1: Any, sig2: Any) -> float | np.ndarray:
             raise InvalidParameterError("signatures are empty")
         return float(np.count_nonzero(a == b)) / a.size
     if a.ndim == 2:
+        # as signatures: 32-bit slots (a wider or float array was cast, and agreed where it did not)
+        for x in (a, b):
+            if x.size and (x.dtype.kind not in "iu" or x.min() < 0 or x.max() > np.iinfo(np.uint32).max):
+                raise InvalidParameterError(f"2-D signatures must hold uint32 values, got {x.dtype}")
+        if a.shape[1] == 0:
+            raise InvalidParameterError("signatures are empty")
         return _core.estimate_jaccard_rows(
             np.ascontiguousarray(a, dtype=np.uint32), np.ascontiguousarray(b, dtype=np.uint32)
         )

@@ -38,10 +38,18 @@ def _resolve_stopwords(stopwords: str | Iterable[str] | None) -> list[str] | Non
         raise InvalidParameterError(
             f'stopwords must be None, "english" or an iterable of words, got {stopwords!r}'
         )
-    words = list(stopwords)
+    try:
+        words = list(stopwords)
+    except TypeError:
+        raise InvalidParameterError(
+            f'stopwords must be None, "english" or an iterable of words, got {type(stopwords).__name__}') from None
     for i, w in enumerate(words):
         if not isinstance(w, str):
             raise InvalidParameterError(f"stopwords[{i}] must be str, got {type(w).__name__}")
+        try:
+            w.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidParameterError(f"stopwords[{i}] is not valid Unicode (lone surrogate)") from None
     return words
 
 
@@ -70,8 +78,14 @@ class Shingler:
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise InvalidParameterError(f"k must be an int, got {type(k).__name__}")
+        if not 1 <= k < 2**32:  # (2**70 was an OverflowError)
+            raise InvalidParameterError(f"k must be in [1, 2**32), got {k}")
         if unit not in _UNITS:
             raise InvalidParameterError(f"unknown unit {unit!r}: expected one of {_UNITS}")
+        if unit == "char" and stopwords is not None:  # (they became single letters, then ignored)
+            raise InvalidParameterError("stopwords are words: they do not apply to unit='char'")
+        if isinstance(seed, (bool, np.bool_)):
+            raise InvalidParameterError(f"seed must be an int in [0, 2**64), got {seed!r}")
         if hash not in _HASHES:
             raise InvalidParameterError(f"unknown hash {hash!r}: expected one of {_HASHES}")
         if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**64:

@@ -10,12 +10,19 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// The most worker threads a batch call may ask for (a million were asked for and started).
+pub const MAX_THREADS: usize = 1024;
+/// Pools kept for reuse; a call with yet another size builds a pool of its own and drops it
+/// (a loop over threads=1..100 left 5,000 threads alive).
+const MAX_POOLS: usize = 8;
+
 /// Run `f` on a pool of `threads` workers (None: rayon's global pool, one per core).
 /// Pools are built once per size and reused: building one costs more than a small batch.
 pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> crate::Result<R> {
     match threads {
         None => Ok(f()),
         Some(0) => crate::error::param("threads must be at least 1 (or None for all cores)"),
+        Some(t) if t > MAX_THREADS => crate::error::param(format!("threads must be at most {MAX_THREADS}, got {t}")),
         Some(t) => {
             static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
             let pool = {
@@ -26,7 +33,9 @@ pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Sen
                         let p = Arc::new(ThreadPoolBuilder::new().num_threads(t).build().map_err(|e| {
                             crate::Error::InvalidParameter(format!("cannot start {t} threads: {e}"))
                         })?);
-                        pools.insert(t, p.clone());
+                        if pools.len() < MAX_POOLS {
+                            pools.insert(t, p.clone());
+                        }
                         p
                     }
                 }

@@ -3,23 +3,15 @@
 //! A panic inside (rayon workers included) becomes `neardup.errors.InternalError`.
 use neardup_core::allpairs::{self, Csr, Measure};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors::detached_catching;
 
+/// `f` on the core's pool of `threads` workers: built once per size and kept (this built a
+/// pool, starting its threads, on every call: every verification of the index's adds).
 fn in_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
-    match threads {
-        None => Ok(f()),
-        Some(0) => Err(PyValueError::new_err("threads must be >= 1")),
-        Some(t) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(t)
-                .build()
-                .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-            Ok(pool.install(f))
-        }
-    }
+    neardup_core::batch::with_threads(threads, f).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 fn offsets_usize(offsets: &[i64]) -> PyResult<Vec<usize>> {

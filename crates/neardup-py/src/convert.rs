@@ -83,8 +83,11 @@ pub fn utf8<'a>(s: &'a Bound<'_, PyString>, index: Option<usize>) -> PyResult<&'
 pub fn threads(py: Python<'_>, threads: Option<i64>) -> PyResult<Option<usize>> {
     match threads {
         None => Ok(None),
-        Some(t) if t >= 1 => Ok(Some(t as usize)),
-        Some(t) => Err(param_err(py, format!("threads must be a positive integer or None, got {t}"))),
+        Some(t) if t >= 1 && t as usize <= neardup_core::batch::MAX_THREADS => Ok(Some(t as usize)),
+        Some(t) => Err(param_err(
+            py,
+            format!("threads must be an integer in 1..={} or None, got {t}", neardup_core::batch::MAX_THREADS),
+        )),
     }
 }
 
