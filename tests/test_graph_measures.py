@@ -35,3 +35,39 @@ def test_jaccard_and_containment() -> None:
     assert neardup.jaccard(story, story) == 1.0
     e = np.array([], dtype=np.uint64)
     assert neardup.jaccard(e, e) == 0.0 and neardup.containment(e, story) == 0.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda: neardup.jaccard([1.7], [1]),  # (1.0: the float truncated)
+    lambda: neardup.jaccard([[1, 2]], [[1, 2]]),
+    lambda: neardup.jaccard([-1], [1]),
+    lambda: neardup.jaccard(None, [1]),
+    lambda: neardup.jaccard(["a"], [1]),
+    lambda: neardup.jaccard([2**64], [1]),
+    lambda: neardup.containment([True], [1]),
+    lambda: neardup.MinHash.from_params([1.5], [0]),
+    lambda: neardup.MinHash.from_params([-1], [0]),
+    lambda: neardup.SimHash.from_weighted([1, 2], [0.5, 0.5]),  # (fingerprint 0: weights truncated)
+    lambda: neardup.SimHash.from_weighted([1, 2], [-1, 1]),
+    lambda: neardup.hamming(np.array([1.9]), 0),
+    lambda: neardup.hamming(1.0, 0),
+    lambda: neardup.hamming(np.array([-1]), 0),  # (64: wrapped to 2^64 - 1)
+    lambda: neardup.hamming(True, False),
+    lambda: neardup.connected_components(2.5, [[0, 1]]),  # (ran with n = 2)
+    lambda: neardup.connected_components(-1, []),
+    lambda: neardup.connected_components(None, [[0, 1]]),
+])
+def test_ids_and_counts_are_integers_or_a_neardup_error(call):
+    """Floats were truncated, negative numbers wrapped, bools counted as 1, and the rest were
+    built-in OverflowError/TypeError/ValueError: each is an InvalidParameterError naming it."""
+    with pytest.raises(neardup.InvalidParameterError):
+        call()
+
+
+def test_ids_as_lists_of_python_ints_are_read_exactly():
+    h = neardup.Shingler().hashes("the quick brown fox jumps over the lazy dog")
+    assert neardup.jaccard(h.tolist(), h) == 1.0  # ids on both sides of 2^63 (NumPy: float64)
+    assert neardup.hamming([1, 2**63 + 5], [0, 5]).tolist() == [1, 1]
+    assert neardup.hamming(np.array([5], np.uint64), 3).tolist() == [2] and neardup.hamming(5, 3) == 2
+    with pytest.raises(neardup.InvalidParameterError, match=r"outside 0\.\.4"):
+        neardup.connected_components(5, [[3, 5]])  # (said "outside 0..5")

@@ -5,20 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from neardup import _core
+from neardup._ints import u64_array
 
 __all__ = ["jaccard", "containment"]
 
 
-def _ids(h: Any) -> np.ndarray:
-    return np.ascontiguousarray(h, dtype=np.uint64)
-
-
 def jaccard(h1: Any, h2: Any) -> float:
     """|h1 ∩ h2| / |h1 ∪ h2|; 0.0 when both are empty."""
-    return _core.jaccard(_ids(h1), _ids(h2))
+    return _core.jaccard(u64_array("h1", h1), u64_array("h2", h2))
 
 
 def containment(h1: Any, h2: Any) -> float:
@@ -27,4 +22,4 @@ def containment(h1: Any, h2: Any) -> float:
     A 120-word story pasted into a 1,020-word page has Jaccard ~0.11 with the page but
     containment 1.0 in it.
     """
-    return _core.containment(_ids(h1), _ids(h2))
+    return _core.containment(u64_array("h1", h1), u64_array("h2", h2))

@@ -28,6 +28,7 @@ import numpy as np
 
 from neardup import _core
 from neardup._arrow import is_arrow_strings, string_buffers
+from neardup._ints import u64_array
 from neardup.errors import InvalidParameterError
 from neardup.shingle import Shingler
 
@@ -92,10 +93,7 @@ class MinHash:
     @classmethod
     def from_params(cls, a: Any, b: Any, shingler: Shingler | None = None) -> MinHash:
         """Multiply-shift with explicit parameters: ``a`` (odd) and ``b``, uint64 arrays."""
-        a = np.ascontiguousarray(a, dtype=np.uint64)
-        b = np.ascontiguousarray(b, dtype=np.uint64)
-        if a.ndim != 1 or b.ndim != 1:
-            raise InvalidParameterError("a and b must be 1-D arrays")
+        a, b = u64_array("a", a), u64_array("b", b)  # (1.5 was taken as 1, -1 an OverflowError)
         self = cls.__new__(cls)
         self._shingler = _check_shingler(shingler)
         self._inner = _core.MinHasher.multiply_shift_from_params(a, b)

@@ -16,6 +16,7 @@ import numpy as np
 
 from neardup import _core
 from neardup._arrow import is_arrow_strings, string_buffers
+from neardup._ints import u64_array
 from neardup.errors import InvalidParameterError
 from neardup.shingle import Shingler
 
@@ -80,9 +81,10 @@ class SimHash:
     @staticmethod
     def from_weighted(ids: Any, weights: Any) -> int:
         """Fingerprint of explicit feature ids (``uint64``) with integer weights."""
-        return _core.simhash_from_weighted(
-            np.ascontiguousarray(ids, dtype=np.uint64), np.ascontiguousarray(weights, dtype=np.uint32)
-        )
+        w = u64_array("weights", weights)
+        if w.size and w.max() > np.iinfo(np.uint32).max:
+            raise InvalidParameterError("weights must be integers in [0, 2**32)")
+        return _core.simhash_from_weighted(u64_array("ids", ids), np.ascontiguousarray(w, dtype=np.uint32))
 
 
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
@@ -90,12 +92,18 @@ _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 def hamming(x: Any, y: Any) -> int | np.ndarray:
     """Number of differing bits. Ints give an int; uint64 arrays broadcast to an array."""
-    if isinstance(x, (int, np.integer)) and isinstance(y, (int, np.integer)):
+    scalar = (int, np.integer)
+    if isinstance(x, scalar) and isinstance(y, scalar) and not isinstance(x, bool) and not isinstance(y, bool):
         if not (0 <= int(x) < 2**64 and 0 <= int(y) < 2**64):
             raise InvalidParameterError("fingerprints must be in [0, 2**64)")
         return (int(x) ^ int(y)).bit_count()
-    xa = np.asarray(x, dtype=np.uint64)
-    ya = np.asarray(y, dtype=np.uint64)
+    # (a float was truncated, -1 in an array wrapped to 2^64 - 1)
+    xa = u64_array("x", [x] if isinstance(x, scalar) else x, ndim=None)
+    ya = u64_array("y", [y] if isinstance(y, scalar) else y, ndim=None)
+    if isinstance(x, scalar) and not isinstance(x, bool):
+        xa = xa.reshape(())
+    if isinstance(y, scalar) and not isinstance(y, bool):
+        ya = ya.reshape(())
     z = np.bitwise_xor(xa, ya)
     if hasattr(np, "bitwise_count"):
         return np.bitwise_count(z).astype(np.int64)
