@@ -105,3 +105,26 @@ def test_format_3_index_is_not_upgraded_while_a_writer_holds_it(tmp_path, corpus
     con.close()
     with Index.open(d) as ix:
         assert ix.stats()["documents"] == 50
+
+
+def test_format_4_index_is_upgraded_to_5_and_a_newer_format_is_refused(tmp_path, corpus):
+    """Format 5 only changes what `pairs` may hold (a budget of a large story's pairs): a
+    format-4 index is upgraded by its number, and a neardup that reads 5 refuses 6, as a
+    format-4 neardup refuses 5 (its removal would take the budget for all the pairs)."""
+    from neardup.index import IndexConfigError
+
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:100])
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'format'")
+    con.close()
+    with Index.open(d) as ix:
+        assert ix._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == "5" == str(FORMAT)
+        ix.add(corpus[100:120])
+        ix.check()
+    con = sqlite3.connect(d / "index.sqlite", isolation_level=None)
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'format'")
+    con.close()
+    with pytest.raises(IndexConfigError, match="index format '6', this neardup reads 5"):
+        Index.open(d)

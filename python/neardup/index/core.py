@@ -38,7 +38,7 @@ from neardup.index.segment import Postings
 from neardup.index.append import LogFile, PendingTexts
 from neardup.index.intake import Signed, read_and_sign, read_checked
 from neardup.index import counters
-from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4
+from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4, migrate_4_to_5
 from neardup.index import pending as pend
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
@@ -185,6 +185,9 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             if meta.get("format") == "3":
                 migrate_3_to_4(directory, conn)
                 meta["format"] = "4"
+            if meta.get("format") == "4":
+                migrate_4_to_5(directory, conn)
+                meta["format"] = "5"
         except BaseException:
             conn.close()
             raise

@@ -7,7 +7,10 @@ Format 3 adds ``pending_texts`` (the texts of small fsynced adds until the text 
 an older neardup would not rewrite them into the log after a power cut, so it must refuse).
 Format 4 keeps counts of documents, stories, clusters and text bytes in ``meta`` (counters.py),
 counted once here by scanning the tables (about a second on a 1.2M-article index); an older
-neardup would add without updating them.
+neardup would add without updating them. Format 5 changes no table but what ``pairs`` may
+hold: in a story over the budget (budget.py) a budget of each document's verified pairs, not
+all of them, which a removal completes by verifying again; an older neardup's removal would
+read the budget as all the pairs and split such stories.
 
 Each upgrade is one transaction under the writer lock (IndexLockedError if a writer holds it);
 an older neardup refuses the newer format instead of missing what it adds.
@@ -66,3 +69,7 @@ def migrate_2_to_3(directory: str, conn: sqlite3.Connection) -> None:
 
 def migrate_3_to_4(directory: str, conn: sqlite3.Connection) -> None:
     _upgrade(directory, conn, 3, lambda c: counters.store(c, counters.recount(c)))
+
+
+def migrate_4_to_5(directory: str, conn: sqlite3.Connection) -> None:
+    _upgrade(directory, conn, 4, lambda c: None)  # (every pair of a format-4 index is stored)

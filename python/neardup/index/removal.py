@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 import neardup
-from neardup import _core
 from neardup.index.errors import DocumentNotFoundError
 from neardup.index.segment import Postings, write_segment
 from neardup.index import counters
@@ -22,7 +21,6 @@ from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.verify import HashSets, verify_exact
 from neardup.index.intake import sign
 from neardup.index.plan_steps import nan_if_none
-from neardup.pipeline.candidates import pairs_from_keys
 from neardup.simhash import hamming
 from neardup.index.errors import few
 
@@ -203,11 +201,12 @@ class Removal:
 
     def _bridges(self, conn, rest: list[dict], lab: np.ndarray) -> list[tuple[int, int, float]]:
         """The verified pairs (i, j, similarity), i < j positions in `rest` (a story's remaining
-        articles, in document order), that join two of its parts `lab`: their LSH candidates
-        (signed again from their texts, as an add signs them) across the parts, verified as an
-        add verifies them, and of those a spanning forest of the parts (the strongest first).
-        Nothing when no pair was left out of the stored ones (then every verified pair is
-        stored already and none passes that is not)."""
+        articles, in document order), that join its parts `lab`: its articles signed again from
+        their texts (as an add signs them), and in each LSH bucket holding articles of two parts,
+        pairs across them verified as an add verifies them, a chunk at a time, until one passes
+        (the parts are then one) or none is left. Nothing is found when the stored pairs were
+        all the verified ones. The bucket's pairs are never listed whole: a story of 3,000
+        articles has 4.5 million (the first form of this listed them, in memory, on every split)."""
         cfg = self.config
         ds = [m["doc"] for m in rest]
         tx = self._texts_of(conn, ds)
@@ -216,30 +215,89 @@ class Removal:
         tok = np.flatnonzero(signed.has_tok)
         if len(tok) < 2:
             return []
-        pr = pairs_from_keys(np.ascontiguousarray(signed.band_keys)).astype(np.int64)
-        if not len(pr):
-            return []
-        pr = tok[pr]  # rows of the signed (tokened) texts -> positions in rest
-        pr = pr[lab[pr[:, 0]] != lab[pr[:, 1]]]
+        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        fp = None
         if cfg.method == "simhash":
             fp = np.zeros(len(rest), np.uint64)
             fp[tok] = signed.sigs[:, 0]
-            pr = pr[hamming(fp[pr[:, 0]], fp[pr[:, 1]]) <= cfg.max_distance]
-        if not len(pr):
-            return []
-        pr = np.sort(pr, axis=1)
-        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
-        if cfg.verify == "exact":
-            sims = verify_exact(HashSets(self.signer.hashes(texts)), pr, cfg.measure)
-        else:
-            sg = self._sigs_of(conn, ds)
-            sims = self._estimate(np.stack([sg[d] for d in ds]), pr)
-        sims = np.asarray(sims, np.float64)
-        ok = np.flatnonzero(sims >= bar)
-        # of those, the ones that join parts (the strongest first): at most one fewer than the parts
-        ok = ok[np.lexsort((ok, -sims[ok]))]
-        joins = np.asarray(_core._spanning_forest(len(rest), np.ascontiguousarray(lab[pr[ok]], np.uint32), 0), bool)
-        return [(int(i), int(j), float(x)) for (i, j), x in zip(pr[ok[joins]].tolist(), sims[ok[joins]].tolist())]
+        measure: dict = {}  # built on first use: the hash sets, or the stored signatures
+
+        def similarities(pr: np.ndarray) -> np.ndarray:
+            if cfg.verify == "exact":
+                if "hs" not in measure:
+                    measure["hs"] = HashSets(self.signer.hashes(texts))
+                return np.asarray(verify_exact(measure["hs"], pr, cfg.measure), np.float64)
+            if "mat" not in measure:
+                sg = self._sigs_of(conn, ds)
+                measure["mat"] = np.stack([sg[d] for d in ds])
+            return np.asarray(self._estimate(measure["mat"], pr), np.float64)
+
+        parent = {int(x): int(x) for x in np.unique(lab).tolist()}
+
+        def root(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        found: list[tuple[int, int, float]] = []
+        checked: set[int] = set()
+        n = len(rest)
+        for j in range(signed.band_keys.shape[1]):
+            keys = signed.band_keys[:, j]
+            o = np.argsort(keys, kind="stable")
+            ks = keys[o]
+            starts = np.flatnonzero(np.concatenate(([True], ks[1:] != ks[:-1])))
+            ends = np.append(starts[1:], len(ks))
+            for s0, e0 in zip(starts.tolist(), ends.tolist()):
+                if e0 - s0 < 2:
+                    continue
+                members = np.sort(tok[o[s0:e0]])
+                while True:  # join the bucket's parts two at a time
+                    by_root: dict[int, list[int]] = {}
+                    for m in members.tolist():
+                        by_root.setdefault(root(int(lab[m])), []).append(m)
+                    if len(by_root) < 2:
+                        break
+                    joined = False
+                    groups = list(by_root.values())
+                    for ga in range(len(groups)):
+                        for gb in range(ga + 1, len(groups)):
+                            hit = self._first_pass(groups[ga], groups[gb], n, checked, fp, similarities, bar)
+                            if hit is not None:
+                                found.append(hit)
+                                parent[root(int(lab[hit[0]]))] = root(int(lab[hit[1]]))
+                                joined = True
+                                break
+                        if joined:
+                            break
+                    if not joined:
+                        break
+        return found
+
+    def _first_pass(self, a: list[int], b: list[int], n: int, checked: set[int], fp, similarities, bar: float,
+                    chunk: int = 4096) -> tuple[int, int, float] | None:
+        """The first pair across `a` and `b` (positions, each sorted) that passes, verified a
+        chunk at a time (each pair once over every band: `checked`), as (i, j, sim) with i < j."""
+        ua, ub = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        step = max(1, chunk // len(ub))
+        for s0 in range(0, len(ua), step):
+            u, v = np.meshgrid(ua[s0:s0 + step], ub, indexing="ij")
+            pr = np.sort(np.stack([u.ravel(), v.ravel()], axis=1), axis=1)
+            code = pr[:, 0] * n + pr[:, 1]
+            new = np.fromiter((c not in checked for c in code.tolist()), bool, len(code))
+            pr, code = pr[new], code[new]
+            checked.update(code.tolist())
+            if fp is not None:  # SimHash: a candidate is within max_distance bits
+                pr = pr[hamming(fp[pr[:, 0]], fp[pr[:, 1]]) <= self.config.max_distance]
+            if not len(pr):
+                continue
+            sims = similarities(pr)
+            ok = np.flatnonzero(sims >= bar)
+            if len(ok):
+                best = int(ok[np.argmax(sims[ok])])
+                return int(pr[best, 0]), int(pr[best, 1]), float(sims[best])
+        return None
 
     def _scrub(self, conn) -> None:
         """Overwrite the texts listed in ``scrubs`` with zeros, fsync each file once, then delete

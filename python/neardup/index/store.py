@@ -33,7 +33,7 @@ from neardup.index.segment import Postings, read_segment
 #: 4: counts of documents, stories, clusters and text bytes in meta (counters.py);
 #: 3: table pending_texts (the texts of small fsynced adds, until the text log is fsynced);
 #: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
-FORMAT = 4
+FORMAT = 5
 DB_NAME = "index.sqlite"
 
 #: Texts a scrubbing remove has yet to overwrite in the text log (file, offset, bytes): written
