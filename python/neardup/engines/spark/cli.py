@@ -51,6 +51,9 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
     spark = SparkSession.getActiveSession()
     if spark is None or (a.master and spark.sparkContext.master != a.master):
         spark = session(a.master or "local[*]")
+        # the command prints its own summary and errors: Spark's WARN lines (a window's
+        # "No Partition Defined", a glob's FileNotFoundException it then recovers from) are noise
+        spark.sparkContext.setLogLevel("ERROR")
     kwargs = dict(kwargs)
     kwargs.pop("progress", None)
     kwargs.pop("threads", None)
