@@ -223,3 +223,25 @@ def test_threads_are_bounded_and_pools_not_kept_for_every_size():
         s.hashes_batch(["a b c d e f"], threads=t)
     if before is not None:
         assert len(os.listdir("/proc/self/task")) - before < 8 * 60  # at most 8 pools kept
+
+
+def test_schemes_pickle_copy_and_compare_by_their_settings():
+    """Shingler, MinHash and SimHash could not be pickled (multiprocessing sends them to its
+    workers) and MinHash(16) != MinHash(16)."""
+    import copy
+    import pickle
+
+    t = "the quick brown fox jumps over the lazy dog"
+    objs = [neardup.Shingler(k=3, stopwords="english"), neardup.MinHash(16), neardup.MinHash(16, scheme="oph", seed=7),
+            neardup.MinHash(8, scheme="datasketch-affine32"), neardup.MinHash.from_params([1, 3], [0, 5]),
+            neardup.SimHash()]
+    for o in objs:
+        for back in (pickle.loads(pickle.dumps(o)), copy.deepcopy(o), copy.copy(o)):
+            assert back == o and hash(back) == hash(o)
+            if isinstance(o, neardup.MinHash):
+                assert np.array_equal(back.signature(t), o.signature(t))
+            elif isinstance(o, neardup.SimHash):
+                assert back.fingerprint(t) == o.fingerprint(t)
+            else:
+                assert np.array_equal(back.hashes(t), o.hashes(t))
+    assert neardup.MinHash(16) == neardup.MinHash(16) != neardup.MinHash(16, seed=2)

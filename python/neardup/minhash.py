@@ -134,6 +134,26 @@ class MinHash:
             f"shingler={self.shingler!r})"
         )
 
+    def __reduce__(self):
+        # pickled and copied by its settings (multiprocessing sends it to workers)
+        if self._seed is None:
+            return (MinHash.from_params, (self.a, self.b, self._shingler))
+        return (MinHash, (self.num_perm, self._seed, self.scheme, self._shingler))
+
+    def _key(self) -> tuple:
+        a, b = self.a, self.b
+        return (self.scheme, self.num_perm, self._seed, None if a is None else a.tobytes(),
+                None if b is None else b.tobytes(), self._shingler)
+
+    def __eq__(self, other: object) -> bool:
+        """Same scheme, parameters and shingler: the same signatures."""
+        if not isinstance(other, MinHash):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
     def signature(self, text: str) -> np.ndarray:
         """Signature of one text: ``uint32`` array of shape ``(num_perm,)``."""
         return self._inner.signature(self._shingler._inner, text)

@@ -117,6 +117,10 @@ class Shingler:
         sw = "" if self.stopwords is None else f", stopwords=<{len(self.stopwords)} words>"
         return f"Shingler(k={self.k}, unit={self.unit!r}, hash={self.hash!r}, seed={self.seed}{sw})"
 
+    def __reduce__(self):
+        # pickled and copied by its settings (multiprocessing sends it to workers)
+        return (Shingler, (self.k, self.unit, self.hash, self.seed, self.stopwords))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Shingler):
             return NotImplemented

@@ -63,6 +63,17 @@ class SimHash:
     def __repr__(self) -> str:
         return f"SimHash(bits=64, shingler={self._shingler!r})"
 
+    def __reduce__(self):
+        return (SimHash, (64, self._shingler))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SimHash):
+            return NotImplemented
+        return self._shingler == other._shingler
+
+    def __hash__(self) -> int:
+        return hash(("SimHash", self._shingler))
+
     def fingerprint(self, text: str) -> int:
         """Fingerprint of one text as a Python int (0 for a text with no tokens)."""
         return _core.simhash_fingerprint(self._shingler._inner, text)
