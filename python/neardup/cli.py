@@ -338,6 +338,8 @@ def exit_for(exc: BaseException, prog: str, rules: list[tuple]) -> int:
     """Print the message of the first rule ``(exception types, exit code, template)`` that
     matches `exc` and return its code; an error no rule names is raised again. One mechanism
     for every subcommand (``neardup index`` and ``serve`` pass their own rules)."""
+    if isinstance(exc, BrokenPipeError) and prog != "serve":
+        raise exc  # the reader of stdout went away: main's quiet 141, not an OS error's 4 or 5
     for types, code, template in rules:
         if isinstance(exc, types):
             print(template.format(prog=prog, exc=exc), file=sys.stderr)

@@ -55,3 +55,28 @@ def test_ctrl_c_while_the_pipeline_imports_is_exit_130_without_a_traceback():
     """)
     assert r.returncode == 130, r.stderr
     assert r.stderr.strip() == "neardup: interrupted"
+
+
+def test_index_commands_cut_by_their_reader_exit_141_quietly(tmp_path):
+    """`neardup index query ... | head -1` said "[Errno 32] Broken pipe" and exited 4 (export 5;
+    `add --verdicts -` exited 4 although its add was committed)."""
+    import json
+    import os
+
+    recs = tmp_path / "day.jsonl"
+    recs.write_text("".join(json.dumps({"id": f"d{i}", "text": f"story {i % 1500} about the harbour bridge and "
+                                        f"the tides {i % 1500 * 7} on monday" + (" again" if i >= 1500 else "")}) + "\n"
+                            for i in range(3000)))  # (stories of two: export has clusters to write)
+    ix = tmp_path / "ix"
+    assert subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(ix)],
+                          capture_output=True).returncode == 0
+    for args in (["index", "add", str(ix), str(recs), "--verdicts", "-"], ["index", "query", str(ix), str(recs)],
+                 ["index", "export", str(ix), "-o", "-"]):
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the command writes
+        p = subprocess.run([sys.executable, "-m", "neardup.cli", *args], stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=300)
+        os.close(w)
+        assert p.returncode == 141 and p.stderr == "", (args, p.returncode, p.stderr)
+    p = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "stats", str(ix)], capture_output=True, text=True)
+    assert json.loads(p.stdout)["documents"] == 3000  # the add was committed before its verdicts were cut

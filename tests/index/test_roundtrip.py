@@ -521,7 +521,8 @@ def test_index_settings_are_checked_as_dedups(tmp_path):
         assert ix.config.prefer_source == ("agency", "wire")  # was ('a', 'g', 'e', ...)
     Index.open(tmp_path / "a", prefer_source="agency,wire").close()
     for kw, what in [(dict(store_text="no"), "store_text"), (dict(prefer_source=[1]), "prefer_source"),
-                     (dict(k="5"), "k must be an integer"), (dict(colour="red"), "unknown index setting 'colour'")]:
+                     (dict(k="5"), "k must be an integer"), (dict(colour="red"), "unknown index setting 'colour'"),
+                     (dict(method="simhash", bands=13, rows=7), "bands and rows apply to MinHash's LSH")]:  # (ignored)
         with pytest.raises(InvalidParameterError, match=what):
             Index.create(tmp_path / "b", **kw)
         assert not (tmp_path / "b").exists()

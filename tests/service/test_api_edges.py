@@ -137,3 +137,18 @@ def test_head_wherever_get(client):
         assert r.status_code == 200 and r.content == b"", url
     assert client.head("/v1/documents/nope").status_code == 404
     assert "head" not in client.get("/openapi.json").json()["paths"]["/v1/health"]
+
+
+@pytest.mark.parametrize("enc", ["gzip", "deflate", "br"])
+@pytest.mark.parametrize("query", ["", "?dry_run=true"])
+def test_a_content_encoding_is_refused_whatever_the_body(client, enc, query):
+    """The header was ignored when the body happened to be plain JSON: inserted, 200."""
+    for body in (b'{"id": "a", "text": "some words of a story"}',
+                 b'{"documents": [{"id": "b", "text": "some words of a story"}]}'):
+        r = client.post(f"/v1/documents{query}", content=body,
+                        headers={"content-type": "application/json; charset=utf-8", "content-encoding": enc})
+        assert r.status_code == 415 and f"Content-Encoding {enc!r} is not supported" in r.json()["error"]["message"]
+    assert client.get("/v1/stats").json()["documents"] == 0
+    r = client.post("/v1/documents", content=b'{"id": "c", "text": "some words"}',
+                    headers={"content-type": "application/json", "content-encoding": "identity"})
+    assert r.status_code == 200

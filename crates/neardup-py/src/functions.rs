@@ -172,8 +172,9 @@ pub fn candidate_pairs<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>) -
     Ok(pairs_matrix(py, pairs))
 }
 
-#[pyfunction]
-pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArray2<'py, u32>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+/// An (m, 2) pair array over `n` nodes as pairs: its shape and `n` checked (the graph
+/// functions' one conversion).
+fn graph_pairs(py: Python<'_>, n: usize, pairs: &PyReadonlyArray2<'_, u32>) -> PyResult<Vec<(u32, u32)>> {
     let arr = pairs.as_array();
     if arr.shape()[1] != 2 && arr.shape()[0] != 0 {
         return Err(param_err(py, format!("pairs must have shape (m, 2), got {:?}", arr.shape())));
@@ -181,7 +182,12 @@ pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArr
     if n > u32::MAX as usize {
         return Err(param_err(py, "at most 2^32 - 1 nodes"));
     }
-    let pairs: Vec<(u32, u32)> = arr.outer_iter().map(|row| (row[0], row[1])).collect();
+    Ok(arr.outer_iter().map(|row| (row[0], row[1])).collect())
+}
+
+#[pyfunction]
+pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArray2<'py, u32>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let pairs = graph_pairs(py, n, &pairs)?;
     let labels = detached(py, || unionfind::connected_components(n, &pairs))?;
     Ok(PyArray1::from_vec(py, labels))
 }
@@ -193,14 +199,7 @@ pub fn _spanning_forest<'py>(
     pairs: PyReadonlyArray2<'py, u32>,
     fixed: usize,
 ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-    let arr = pairs.as_array();
-    if arr.shape()[1] != 2 && arr.shape()[0] != 0 {
-        return Err(param_err(py, format!("pairs must have shape (m, 2), got {:?}", arr.shape())));
-    }
-    if n > u32::MAX as usize {
-        return Err(param_err(py, "at most 2^32 - 1 nodes"));
-    }
-    let pairs: Vec<(u32, u32)> = arr.outer_iter().map(|row| (row[0], row[1])).collect();
+    let pairs = graph_pairs(py, n, &pairs)?;
     let mask = detached(py, || unionfind::spanning_forest(n, &pairs, fixed))?;
     Ok(PyArray1::from_vec(py, mask))
 }

@@ -115,6 +115,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         unknown = sorted(set(settings) - set(CONFIG_KEYS))
         if unknown:
             raise InvalidParameterError(f"unknown index setting {unknown[0]!r} (settings: {', '.join(CONFIG_KEYS)})")
+        if settings.get("method") == "simhash" and (settings.get("bands") is not None or settings.get("rows") is not None):
+            # (they were silently replaced by the fingerprint's tables; dedup refuses them)
+            raise InvalidParameterError("bands and rows apply to MinHash's LSH: SimHash finds candidates through "
+                                        "max_distance + 1 tables of fingerprint blocks (set max_distance)")
         cfg = IndexConfig(**settings)  # (check() reads prefer_source as dedup does)
         cfg.check()
         os.makedirs(directory, exist_ok=True)

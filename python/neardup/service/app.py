@@ -197,13 +197,23 @@ def _union_problem(e: dict) -> str:
     return _problem(e)
 
 
-async def _unreadable_body(request: Request) -> JSONResponse:
-    """FastAPI's "There was an error parsing the body" (400), said precisely: a compressed body,
-    bytes that are not UTF-8, JSON nested past what the parser can read."""
+def _encoded(request: Request) -> JSONResponse | None:
+    """The 415 of a body sent with a Content-Encoding (the service reads bodies uncompressed),
+    or None. Said for the header, whatever the body: a gzip header on a plain JSON body was
+    inserted (the body parsed), one on a gzipped body refused."""
     enc = request.headers.get("content-encoding", "identity").strip().lower()
     if enc not in ("", "identity"):
         return _err(415, "unsupported_media_type", f"Content-Encoding {enc!r} is not supported: send the body "
                     "uncompressed")
+    return None
+
+
+async def _unreadable_body(request: Request) -> JSONResponse:
+    """FastAPI's "There was an error parsing the body" (400), said precisely: a compressed body,
+    bytes that are not UTF-8, JSON nested past what the parser can read."""
+    refused = _encoded(request)
+    if refused is not None:
+        return refused
     body = await request.body()
     try:
         body.decode("utf-8")
@@ -390,6 +400,9 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
                              dry_run: bool = Query(False, description="only check; insert nothing")):
         # a misspelt dry_run (dry-run, dryrun, DRY_RUN) or two of them would insert for real
         # where the client meant a check: refused, not ignored
+        refused = _encoded(request)
+        if refused is not None:
+            return refused
         params = request.query_params
         unknown = sorted(k for k in params.keys() if k != "dry_run")
         if unknown:

@@ -7,7 +7,7 @@ not to neardup. `FastPost` is a pure ASGI middleware in front of the app that pa
 validates such a request itself, with the same pydantic models, and hands it to the same
 function the FastAPI route calls (app.py, `_add`): the answer is the same Response object, sent
 the same way. Anything it is not sure about (another path, method or query, another content
-type, no Content-Length or one over the limit, a body that orjson or the models refuse, or one
+type or a Content-Encoding, no Content-Length or one over the limit, a body that orjson or the models refuse, or one
 that json.loads could read otherwise: see `_parse`) goes to the app untouched, or with the body
 it read replayed, and FastAPI answers it as before (its 400 and 422 bodies included). It sits
 inside Starlette's ServerErrorMiddleware, so an unexpected exception gets the app's own 500
@@ -86,6 +86,8 @@ class FastPost:
                 ctype = v
             elif k == b"content-length" and length is None:
                 length = v
+            elif k == b"content-encoding" and v.strip().lower() not in (b"", b"identity"):
+                return None  # the app's 415
         # FastAPI reads the body as JSON for a media type application/json (any parameters:
         # json.loads ignores the charset); bytes.strip() strips less than email's str.strip()
         if ctype is None or ctype.split(b";", 1)[0].strip().lower() != b"application/json":
