@@ -64,11 +64,12 @@ def read_sources(spark, inputs) -> list[Source]:
     for i, item in enumerate(inputs):
         if _is_df(item):
             cols, renames, sel = _record_columns(item)
+            # materialised first: the partition counts and the numbers must be of the same rows
+            # (a DataFrame may be computed anew, differently, by each job that reads it)
             numbered = item.select(F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"),
-                                   *sel)
+                                   *sel).localCheckpoint(eager=True)
             raw = numbered.select(F.lit(i).alias("src"), _dense_recno(numbered).alias("recno"),
                                   *[numbered[c] for c in cols])
-            raw = raw.localCheckpoint(eager=True)  # the record numbers must not change between reads
             out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols, renames=renames))
             continue
         path = os.fspath(item)
