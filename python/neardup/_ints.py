@@ -59,9 +59,9 @@ def u64_array(name: str, x: Any, ndim: int | None = 1) -> np.ndarray:
 
 
 def count(name: str, v: Any, lo: int = 0, hi: int = _U64_MAX) -> int:
-    """An int in [lo, hi] (not a bool, a float or a string)."""
+    """An int in [lo, hi] (not a bool, a float or a string): a count, a seed, a node number."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise InvalidParameterError(f"{name} must be an int, got {type(v).__name__}")
     if not lo <= int(v) <= hi:
-        raise InvalidParameterError(f"{name} must be in [{lo}, {hi}], got {v}")
+        raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {v}")
     return int(v)

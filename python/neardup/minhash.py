@@ -28,21 +28,13 @@ import numpy as np
 
 from neardup import _core
 from neardup._arrow import is_arrow_strings, string_buffers
-from neardup._ints import u64_array
+from neardup._ints import count, u64_array
 from neardup.errors import InvalidParameterError
 from neardup.shingle import Shingler
 
 __all__ = ["MinHash", "estimate_jaccard", "SCHEMES"]
 
 SCHEMES = ("multiply-shift", "datasketch-affine32", "oph")
-
-
-def _check_int(name: str, value: Any, lo: int, hi: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidParameterError(f"{name} must be an int, got {type(value).__name__}")
-    if not lo <= int(value) <= hi:
-        raise InvalidParameterError(f"{name} must be between {lo} and {hi}, got {value}")
-    return int(value)
 
 
 def datasketch_affine32_params(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,19 +65,19 @@ class MinHash:
         scheme: str = "multiply-shift",
         shingler: Shingler | None = None,
     ) -> None:
-        num_perm = _check_int("num_perm", num_perm, 1, 1 << 16)
+        num_perm = count("num_perm", num_perm, 1, 1 << 16)
         if scheme not in SCHEMES:
             raise InvalidParameterError(f"unknown scheme {scheme!r}: expected one of {SCHEMES}")
         self._shingler = _check_shingler(shingler)
         if scheme == "multiply-shift":
-            seed = _check_int("seed", seed, 0, 2**64 - 1)
+            seed = count("seed", seed, 0, 2**64 - 1)
             self._inner = _core.MinHasher.multiply_shift(num_perm, seed)
         elif scheme == "oph":
-            seed = _check_int("seed", seed, 0, 2**64 - 1)
+            seed = count("seed", seed, 0, 2**64 - 1)
             self._inner = _core.MinHasher.oph(num_perm, seed)
         else:
             # numpy's RandomState accepts seeds in [0, 2**32).
-            seed = _check_int("seed", seed, 0, 2**32 - 1)
+            seed = count("seed", seed, 0, 2**32 - 1)
             a, b = datasketch_affine32_params(num_perm, seed)
             self._inner = _core.MinHasher.affine32(a, b)
         self._seed = seed

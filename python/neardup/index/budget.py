@@ -33,7 +33,7 @@ import numpy as np
 
 from neardup import _core
 
-__all__ = ["PAIRS_PER_DOCUMENT", "CANDIDATES_PER_CLUSTER", "archive_rounds", "kept_pairs"]
+__all__ = ["PAIRS_PER_DOCUMENT", "CANDIDATES_PER_CLUSTER", "archive_rounds", "over_budget", "kept_pairs"]
 
 #: verified pairs stored per new document beyond those a spanning forest needs
 PAIRS_PER_DOCUMENT = 32

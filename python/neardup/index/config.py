@@ -45,6 +45,13 @@ class IndexConfig:
     #: tables of fingerprint blocks, as ``neardup dedup --method simhash``)
     max_distance: int = _D.max_distance
 
+    @property
+    def pass_bar(self) -> float:
+        """The similarity a verified pair must reach: the threshold, except SimHash's estimate,
+        whose distance check is the verification (every candidate within max_distance is a
+        pair, as neardup dedup)."""
+        return -1.0 if self.method == "simhash" and self.verify == "estimate" else self.threshold
+
     def options(self, threads: int | None = None) -> DedupOptions:
         return DedupOptions(method=self.method, k=self.k, unit=self.unit, num_perm=self.num_perm,
                             scheme=self.scheme, seed=self.seed, threshold=self.threshold, recall=self.recall,

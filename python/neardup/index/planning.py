@@ -160,9 +160,7 @@ class Planning:
         sw.lap("plan: archive metadata")
         # verification (the pipeline's kernels)
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
-        # SimHash's estimate is its distance check: every candidate within max_distance is a pair
-        # (as neardup dedup); otherwise the similarity must reach the threshold
-        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        bar = cfg.pass_bar
         budgeted = cfg.store_text  # (a removal verifies again from the texts: budget.py)
         if budgeted and budget.over_budget(ci, cd, meta):
             # a story larger than a round: its candidates verified in rounds, by cluster

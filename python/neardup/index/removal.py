@@ -149,13 +149,8 @@ class Removal:
                 if jobs:
                     ds2 = [keeper["doc"]] + [m["doc"] for m in jobs]
                     pr = np.array([[i + 1, 0] for i in range(len(jobs))], np.int64)
-                    if self.config.verify == "exact":
-                        tx = self._texts_of(conn, ds2)
-                        sims = verify_exact(HashSets(self.signer.hashes([tx[d] for d in ds2])), pr, self.config.measure)
-                    else:
-                        sg = self._sigs_of(conn, ds2)
-                        sims = self._estimate(np.stack([sg[d] for d in ds2]), pr)
-                    for m, s in zip(jobs, np.asarray(sims).tolist()):
+                    sims = self._pair_measure(conn, ds2)(pr)
+                    for m, s in zip(jobs, sims.tolist()):
                         doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
         # a scrubbing remove also zeroes the database pages it frees whole (the writer's
         # setting, FAST, zeroes only the deleted cells in pages written anyway: store.connect)
@@ -215,22 +210,12 @@ class Removal:
         tok = np.flatnonzero(signed.has_tok)
         if len(tok) < 2:
             return []
-        bar = -1.0 if cfg.method == "simhash" and cfg.verify == "estimate" else cfg.threshold
+        bar = cfg.pass_bar
         fp = None
         if cfg.method == "simhash":
             fp = np.zeros(len(rest), np.uint64)
             fp[tok] = signed.sigs[:, 0]
-        measure: dict = {}  # built on first use: the hash sets, or the stored signatures
-
-        def similarities(pr: np.ndarray) -> np.ndarray:
-            if cfg.verify == "exact":
-                if "hs" not in measure:
-                    measure["hs"] = HashSets(self.signer.hashes(texts))
-                return np.asarray(verify_exact(measure["hs"], pr, cfg.measure), np.float64)
-            if "mat" not in measure:
-                sg = self._sigs_of(conn, ds)
-                measure["mat"] = np.stack([sg[d] for d in ds])
-            return np.asarray(self._estimate(measure["mat"], pr), np.float64)
+        similarities = self._pair_measure(conn, ds, texts)
 
         parent = {int(x): int(x) for x in np.unique(lab).tolist()}
 
@@ -274,6 +259,29 @@ class Removal:
                     if not joined:
                         break
         return found
+
+    def _pair_measure(self, conn, ds: list[int], texts: list[str] | None = None):
+        """``measure(pairs)``: the similarity of each pair of positions in `ds` (documents), as
+        the index verifies (exact on their texts, `texts` if read already; or the estimate on
+        their stored signatures), its texts or signatures read once, on the first call."""
+        held: list = []
+
+        def measure(pr: np.ndarray) -> np.ndarray:
+            if not held:
+                if self.config.verify == "exact":
+                    if texts is None:
+                        read = self._texts_of(conn, ds)
+                        held.append(HashSets(self.signer.hashes([read[d] for d in ds])))
+                    else:
+                        held.append(HashSets(self.signer.hashes(texts)))
+                else:
+                    sg = self._sigs_of(conn, ds)
+                    held.append(np.stack([sg[d] for d in ds]))
+            if self.config.verify == "exact":
+                return np.asarray(verify_exact(held[0], pr, self.config.measure), np.float64)
+            return np.asarray(self._estimate(held[0], pr), np.float64)
+
+        return measure
 
     def _first_pass(self, a: list[int], b: list[int], n: int, checked: set[int], fp, similarities, bar: float,
                     chunk: int = 4096) -> tuple[int, int, float] | None:
