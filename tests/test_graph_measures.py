@@ -25,6 +25,28 @@ def test_union_find_object() -> None:
     assert uf.labels().tolist() == [0, 1, 2, 0, 4, 0]
     with pytest.raises(neardup.InvalidInputError, match="outside"):
         uf.find(10)
+    assert uf.find(np.int64(3)) == uf.find(0)  # NumPy integers are integers
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda uf: uf.find(1.5), neardup.InvalidParameterError, "must be an integer, got float"),
+    (lambda uf: uf.union("a", 1), neardup.InvalidParameterError, "must be an integer, got str"),
+    (lambda uf: uf.union(True, 1), neardup.InvalidParameterError, "got a bool"),
+    (lambda uf: uf.find(np.bool_(True)), neardup.InvalidParameterError, "got a bool"),
+    (lambda uf: uf.find(2**70), neardup.InvalidInputError, "node 1180591620717411303424 is outside 0..4"),
+    (lambda uf: uf.union(0, -2**70), neardup.InvalidInputError, "is outside 0..4"),
+    (lambda uf: uf.grow(2.0), neardup.InvalidParameterError, "must be an integer"),
+    (lambda uf: uf.grow(2**40), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
+    (lambda uf: neardup.UnionFind(True), neardup.InvalidParameterError, "got a bool"),
+    (lambda uf: neardup.UnionFind(-1), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
+])
+def test_union_find_arguments_are_checked(call, error, says) -> None:
+    """Node numbers and sizes as the rest of the API's integers (neardup._ints): PyO3 raised its
+    own TypeError / OverflowError for these, and took True for 1."""
+    uf = neardup.UnionFind(4)
+    with pytest.raises(error, match=says):
+        call(uf)
+    assert uf.labels().tolist() == [0, 1, 2, 3]  # nothing changed
 
 
 def test_jaccard_and_containment() -> None:

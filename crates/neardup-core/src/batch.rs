@@ -16,17 +16,80 @@ pub const MAX_THREADS: usize = 1024;
 /// (a loop over threads=1..100 left 5,000 threads alive).
 const MAX_POOLS: usize = 8;
 
+/// The process that first ran parallel work (the one that loaded the library): a process
+/// forked from it has none of its threads, rayon's global pool's included.
+static FIRST_PID: OnceLock<u32> = OnceLock::new();
+
+/// Note this process as the one whose rayon threads are real (called when the library loads,
+/// before any parallel work: a child forked later knows it is one).
+pub fn note_process() {
+    FIRST_PID.get_or_init(std::process::id);
+}
+
+/// Run `f` where rayon can run its parallel parts: here, in the process that loaded the
+/// library; in a process forked from it (Python's multiprocessing on Linux), on a pool of the
+/// child's own. A fork copies only the forking thread: rayon's global pool and the pools of
+/// `with_threads` have no threads in the child, and every parallel call there waited forever.
+pub fn in_this_process<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let me = std::process::id();
+    if *FIRST_PID.get_or_init(|| me) == me {
+        return f();
+    }
+    static CHILD: ProcessPool = ProcessPool::new();
+    CHILD.get(|| ThreadPoolBuilder::new().build().expect("a forked process's thread pool")).install(f)
+}
+
+/// A thread pool of this process: built on first use, and again in a process forked from the
+/// one that built it (whose threads the child does not have).
+pub struct ProcessPool(Mutex<Option<(u32, Arc<ThreadPool>)>>);
+
+impl ProcessPool {
+    pub const fn new() -> Self {
+        ProcessPool(Mutex::new(None))
+    }
+
+    pub fn get(&self, build: impl FnOnce() -> ThreadPool) -> Arc<ThreadPool> {
+        let me = std::process::id();
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match held.as_ref() {
+            Some((pid, p)) if *pid == me => p.clone(),
+            _ => {
+                let p = Arc::new(build());
+                // (a pool a parent of this process built is the parent's: left, never dropped,
+                // as its threads are not here to be told to stop)
+                if let Some(old) = held.replace((me, p.clone())) {
+                    std::mem::forget(old);
+                }
+                p
+            }
+        }
+    }
+}
+
+impl Default for ProcessPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Run `f` on a pool of `threads` workers (None: rayon's global pool, one per core).
 /// Pools are built once per size and reused: building one costs more than a small batch.
 pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Send) -> crate::Result<R> {
     match threads {
-        None => Ok(f()),
+        None => Ok(in_this_process(f)),
         Some(0) => crate::error::param("threads must be at least 1 (or None for all cores)"),
         Some(t) if t > MAX_THREADS => crate::error::param(format!("threads must be at most {MAX_THREADS}, got {t}")),
         Some(t) => {
-            static POOLS: OnceLock<Mutex<HashMap<usize, Arc<ThreadPool>>>> = OnceLock::new();
+            // the pools of the process that built them (a forked child starts its own)
+            static POOLS: OnceLock<Mutex<(u32, HashMap<usize, Arc<ThreadPool>>)>> = OnceLock::new();
+            let me = std::process::id();
             let pool = {
-                let mut pools = POOLS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+                let mut held = POOLS.get_or_init(|| Mutex::new((me, HashMap::new()))).lock().unwrap_or_else(|e| e.into_inner());
+                if held.0 != me {
+                    std::mem::forget(std::mem::take(&mut held.1));
+                    held.0 = me;
+                }
+                let pools = &mut held.1;
                 match pools.get(&t) {
                     Some(p) => p.clone(),
                     None => {

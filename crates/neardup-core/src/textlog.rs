@@ -30,9 +30,9 @@ pub fn read_texts(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -
 /// reads on 2 threads, cold).
 const IO_THREADS: usize = 16;
 
-fn io_pool() -> &'static rayon::ThreadPool {
-    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| {
+fn io_pool() -> std::sync::Arc<rayon::ThreadPool> {
+    static POOL: crate::batch::ProcessPool = crate::batch::ProcessPool::new();
+    POOL.get(|| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(IO_THREADS)
             .thread_name(|i| format!("neardup-io-{i}"))

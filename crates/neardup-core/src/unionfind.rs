@@ -13,6 +13,24 @@ impl UnionFind {
         UnionFind { parent: (0..n as u32).collect(), size: vec![1; n] }
     }
 
+    /// As `new`, but a failed allocation is an error, not an abort (the Python binding's
+    /// `UnionFind(n)` raises MemoryError instead of ending the interpreter).
+    pub fn try_new(n: usize) -> Result<Self, std::collections::TryReserveError> {
+        let mut uf = UnionFind { parent: Vec::new(), size: Vec::new() };
+        uf.try_grow(n)?;
+        Ok(uf)
+    }
+
+    /// As `grow`, but a failed allocation is an error, not an abort.
+    pub fn try_grow(&mut self, n: usize) -> Result<(), std::collections::TryReserveError> {
+        assert!(n <= u32::MAX as usize, "union-find holds at most 2^32 - 1 nodes");
+        let more = n.saturating_sub(self.parent.len());
+        self.parent.try_reserve_exact(more)?;
+        self.size.try_reserve_exact(more)?;
+        self.grow(n);
+        Ok(())
+    }
+
     pub fn len(&self) -> usize {
         self.parent.len()
     }
@@ -120,6 +138,15 @@ mod tests {
         let labels = connected_components(6, &[(4, 2), (2, 5), (1, 0)]).unwrap();
         assert_eq!(labels, [0, 0, 2, 3, 2, 2]);
         assert!(connected_components(2, &[(0, 2)]).is_err());
+    }
+
+    #[test]
+    fn try_new_and_try_grow_as_new_and_grow() {
+        let mut uf = UnionFind::try_new(3).unwrap();
+        uf.union(0, 2);
+        uf.try_grow(5).unwrap();
+        uf.try_grow(2).unwrap(); // never shrinks
+        assert_eq!(uf.labels(), [0, 1, 0, 3, 4]);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub fn detached<T: Send>(
     py: Python<'_>,
     f: impl FnOnce() -> Result<T, Error> + Send,
 ) -> PyResult<T> {
-    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
+    match py.detach(|| catch_unwind(AssertUnwindSafe(|| neardup_core::batch::in_this_process(f)))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(to_py(py, e)),
         Err(payload) => Err(raise(
@@ -67,7 +67,7 @@ pub fn detached<T: Send>(
 /// Run `f` with the GIL released, turning a panic into `neardup.errors.InternalError` (for
 /// kernels whose errors are not `neardup_core::Error`s).
 pub fn detached_catching<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T> {
-    match py.detach(|| catch_unwind(AssertUnwindSafe(f))) {
+    match py.detach(|| catch_unwind(AssertUnwindSafe(|| neardup_core::batch::in_this_process(f)))) {
         Ok(v) => Ok(v),
         Err(payload) => Err(raise(
             py,

@@ -210,40 +210,69 @@ pub struct PyUnionFind {
 }
 
 impl PyUnionFind {
-    fn check(&self, py: Python<'_>, x: i64) -> PyResult<u32> {
-        if x < 0 || x as usize >= self.inner.len() {
-            return Err(raise(py, "InvalidInputError", format!("node {x} is outside 0..{}", self.inner.len()), None));
+    /// A node number: an int (or a NumPy integer) in 0..len. A bool, a float or a string is
+    /// InvalidParameterError, as the rest of the API's integer arguments (`neardup._ints`); an
+    /// int outside the range, however large, InvalidInputError naming it.
+    fn check(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let v = int_arg(py, x, "a node")?;
+        match v {
+            Some(v) if v >= 0 && (v as u64) < self.inner.len() as u64 => Ok(v as u32),
+            _ => Err(raise(py, "InvalidInputError", format!("node {x} is outside 0..{}", self.inner.len()), None)),
         }
-        Ok(x as u32)
+    }
+}
+
+/// `x` as an i64 (None: an int past 64 bits); a bool or a non-integer is InvalidParameterError.
+fn int_arg(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<i64>> {
+    let is_bool = x.is_instance_of::<pyo3::types::PyBool>()
+        || x.get_type().name().map(|n| n.to_string() == "bool_" || n.to_string() == "bool").unwrap_or(false);
+    if is_bool {
+        return Err(param_err(py, format!("{what} must be an integer, got a bool")));
+    }
+    match x.extract::<i64>() {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => Ok(None),
+        Err(_) => {
+            let t = x.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+            Err(param_err(py, format!("{what} must be an integer, got {t}")))
+        }
+    }
+}
+
+fn no_memory(n: usize) -> PyErr {
+    pyo3::exceptions::PyMemoryError::new_err(format!("no memory for a union-find of {n} nodes (8 bytes each)"))
+}
+
+/// A size argument of UnionFind (new, grow): an integer in 0..2^32.
+fn size_arg(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<usize> {
+    match int_arg(py, n, "n")? {
+        Some(v) if (0..=u32::MAX as i64).contains(&v) => Ok(v as usize),
+        _ => Err(param_err(py, format!("n must be in 0..2^32, got {n}"))),
     }
 }
 
 #[pymethods]
 impl PyUnionFind {
     #[new]
-    fn new(py: Python<'_>, n: i64) -> PyResult<Self> {
-        if n < 0 || n > u32::MAX as i64 {
-            return Err(param_err(py, format!("n must be in 0..2^32, got {n}")));
-        }
-        Ok(PyUnionFind { inner: unionfind::UnionFind::new(n as usize) })
+    fn new(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let n = size_arg(py, n)?;
+        let inner = unionfind::UnionFind::try_new(n).map_err(|_| no_memory(n))?;
+        Ok(PyUnionFind { inner })
     }
     fn __len__(&self) -> usize {
         self.inner.len()
     }
-    fn find(&mut self, py: Python<'_>, x: i64) -> PyResult<u32> {
+    fn find(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<u32> {
         let x = self.check(py, x)?;
         Ok(self.inner.find(x))
     }
-    fn union(&mut self, py: Python<'_>, a: i64, b: i64) -> PyResult<bool> {
+    fn union(&mut self, py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
         let (a, b) = (self.check(py, a)?, self.check(py, b)?);
         Ok(self.inner.union(a, b))
     }
-    fn grow(&mut self, py: Python<'_>, n: i64) -> PyResult<()> {
-        if n < 0 || n > u32::MAX as i64 {
-            return Err(param_err(py, format!("n must be in 0..2^32, got {n}")));
-        }
-        self.inner.grow(n as usize);
-        Ok(())
+    fn grow(&mut self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<()> {
+        let n = size_arg(py, n)?;
+        self.inner.try_grow(n).map_err(|_| no_memory(n))
     }
     fn labels<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyArray1<u32>> {
         PyArray1::from_vec(py, self.inner.labels())

@@ -16,6 +16,8 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // this process's threads are real; a process forked from it later is told apart (batch.rs)
+    neardup_core::batch::note_process();
     m.add_class::<shingler::PyShingler>()?;
     m.add_class::<minhash::PyMinHasher>()?;
     m.add_class::<functions::PyUnionFind>()?;

@@ -59,11 +59,29 @@ pub fn write_texts<'py>(
     let owned = Texts::extract(texts)?;
     let strs = owned.strs()?;
     let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
-    let got = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| textlog::write_texts(&file, offset, &strs))));
+    let got = py.detach(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            neardup_core::batch::in_this_process(|| textlog::write_texts(&file, offset, &strs))
+        }))
+    });
     match got {
         Ok(Ok((l, c))) => Ok((PyArray1::from_vec(py, l), PyArray1::from_vec(py, c))),
-        Ok(Err(e)) => Err(pyo3::exceptions::PyOSError::new_err(e.to_string())),
+        Ok(Err(e)) => Err(os_error(e)),
         Err(_) => Err(raise(py, "InternalError", "internal error in neardup's Rust core while writing texts".to_owned(), None)),
+    }
+}
+
+/// OSError(errno, message), as Python's own I/O raises it: PyO3's conversion of an io::Error
+/// keeps only the message, and a full disk (errno 28) was then not told from other errors (the
+/// CLI's "the disk is full", exit 5, became exit 4).
+fn os_error(e: std::io::Error) -> PyErr {
+    match e.raw_os_error() {
+        Some(code) => {
+            let msg = std::io::Error::from_raw_os_error(code).to_string();
+            let msg = msg.split(" (os error").next().unwrap_or(&msg).to_owned();
+            pyo3::exceptions::PyOSError::new_err((code, msg))
+        }
+        None => pyo3::exceptions::PyOSError::new_err(e.to_string()),
     }
 }
 
