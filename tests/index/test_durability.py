@@ -2,7 +2,6 @@
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time

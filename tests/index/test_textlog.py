@@ -40,3 +40,20 @@ def test_few_and_many_texts_read_the_same_through_their_own_descriptors(tmp_path
     for fd in fds.values():
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full (every write: ENOSPC)")
+def test_a_full_disk_in_the_text_log_is_an_oserror_with_its_errno():
+    """The Rust writer's I/O error keeps its errno: a full disk is ENOSPC, which the CLI says as
+    such (exit 5); it was an OSError of a message only, and `index add` said exit 4."""
+    import errno
+
+    from neardup import _core
+
+    fd = os.open("/dev/full", os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as e:
+            _core.write_texts(fd, 0, ["a text"])
+    finally:
+        os.close(fd)
+    assert e.value.errno == errno.ENOSPC and "No space left" in str(e.value)

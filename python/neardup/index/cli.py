@@ -11,10 +11,8 @@ import contextlib
 import gc
 import json
 import os
-import re
 import sys
 import time
-from datetime import datetime, timezone
 
 # The neardup command's exit codes, defined once in neardup/cli.py; the index adds 6-9.
 from neardup.cli import (EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_OUTPUT, EXIT_RECORD, EXIT_USAGE,
@@ -187,22 +185,6 @@ def _fields(a):
                   source=a.source_field or None)
 
 
-def parse_age(s: str, now: float | None = None) -> float:
-    """'30d', '12h', '90m', '3600s' before now, or an ISO date/time, as seconds since the epoch."""
-    now = time.time() if now is None else now
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", s)
-    if m:
-        mult = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
-        return now - float(m.group(1)) * mult
-    try:
-        dt = datetime.fromisoformat(s.strip())
-    except ValueError:
-        raise ValueError(f"--older-than {s!r}: use an age such as 30d, 12h, 90m, or an ISO date") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
-
-
 def run(a: argparse.Namespace) -> int:
     """Run ``neardup index ...`` or ``neardup serve``; errors become messages and exit codes."""
     from neardup.errors import InvalidParameterError, NeardupError
@@ -214,6 +196,7 @@ def run(a: argparse.Namespace) -> int:
         IndexExistsError,
         IndexLockedError,
         IndexNotFoundError,
+        ScrubIncompleteError,
     )
     from neardup.io.errors import InputFileError, OutputError, RecordError
 
@@ -233,6 +216,9 @@ def run(a: argparse.Namespace) -> int:
             (IndexLockedError, EXIT_LOCKED, "neardup {prog}: {exc}"),
             (_listen_error(), EXIT_LISTEN, "neardup {prog}: {exc}"),
             (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
+            (_SqliteDamage, EXIT_CORRUPT, "neardup {prog}: the index is damaged: index.sqlite: {exc} "
+                                          "(neardup index check says more)"),
+            (ScrubIncompleteError, EXIT_OUTPUT, "neardup {prog}: {exc}"),
             (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
             ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
             (DuplicateIdError, EXIT_RECORD, "neardup {prog}: {exc}" + nothing),
@@ -479,6 +465,8 @@ def _remove(a) -> int:
     ids = list(a.ids)
     if a.ids_file:
         ids += [line.strip() for line in _read_text_file(a.ids_file).splitlines() if line.strip()]
+    from neardup.index.removal import parse_age
+
     cutoff = parse_age(a.older_than) if a.older_than else None
     if not ids and cutoff is None:
         print("neardup index remove: give --ids, --ids-file or --older-than", file=sys.stderr)
@@ -555,6 +543,23 @@ class _DiskFullMeta(type):
 
 
 class _DiskFull(metaclass=_DiskFullMeta):
+    pass
+
+
+class _SqliteDamageMeta(type):
+    """isinstance(exc, _SqliteDamage): SQLite found its database file damaged (SQLITE_CORRUPT,
+    SQLITE_NOTADB) in the middle of a command (a damaged page it meets only when it reads it)."""
+
+    def __instancecheck__(cls, exc) -> bool:
+        import sqlite3
+
+        if not isinstance(exc, sqlite3.DatabaseError):
+            return False
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        return name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "malformed" in str(exc)
+
+
+class _SqliteDamage(metaclass=_SqliteDamageMeta):
     pass
 
 

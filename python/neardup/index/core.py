@@ -12,10 +12,12 @@ batch visible. A crash before the commit leaves the index as it was.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 import os
 import sqlite3
 import threading
 import time
+import weakref
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,8 @@ from neardup.index.errors import (
     IndexCorruptError,
     IndexExistsError,
     IndexNotFoundError,
+    ForkedIndexError,
+    TextRemovedError,
 )
 from neardup.index import fold
 from neardup.index.segment import Postings
@@ -45,13 +49,13 @@ from neardup.index.tuning import Tuning
 from neardup.index.verdicts import Verdict, Verdicts
 from neardup.index.config import CONFIG_KEYS, IndexConfig
 from neardup.pipeline.options import source_names
-from neardup.index.planning import Planning
+from neardup.index.planning import Planning, parts_share_a_story
 from neardup.index.committing import Committing
 from neardup.index.removal import Removal
 from neardup.index.reading import Reading
-from neardup.index.checking import Checking
+from neardup.index.checking import Checking, check_numbering, check_text_ends
 from neardup.index.jobs import Job
-from neardup.index.errors import few
+from neardup.index.errors import PartsShareAStory, few
 from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.io.records import Checked, Fields
 from neardup.pipeline.signer import Signer, exact_keys
@@ -93,7 +97,9 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         self._state: State | None = None
         self._state_lock = threading.Lock()
         self._closed = False
-        self._all_conns: list[sqlite3.Connection] = []
+        #: every connection of this Index, weakly: a reader thread's closes when the thread ends
+        self._all_conns: weakref.WeakSet = weakref.WeakSet()
+        self._pid = os.getpid()  # the process that opened it (a fork's child may not use it)
         self._pending = pend.PendingLog(has_rows=False)  # set up by the writer's open (_recover)
         self._few: tuple | None = None  # (segment names, PostingArrays per band): _few_handles
         #: within an add (_add_locked): the meta values it reads, and the text_files rows
@@ -110,6 +116,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         `segment_min` / `l0_max` / `l0_fold_at` / `merge_max`: where adds put their postings
         (:class:`Tuning`), stored."""
         directory = os.fspath(directory)
+        _check_threads(threads)
+        settings = {k: _plain(v) for k, v in settings.items()}  # (NumPy scalars: as Python's)
         tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at,
                                          merge_max=merge_max)
         unknown = sorted(set(settings) - set(CONFIG_KEYS))
@@ -145,6 +153,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             conn.close()
             open(os.path.join(directory, "texts-000001.dat"), "ab").close()
             os.replace(tmp, db)
+        except BaseException:
+            if os.path.exists(tmp):  # (nothing half made is left behind)
+                os.unlink(tmp)
+            raise
         finally:
             lock.release()
         return cls.open(directory, threads=threads)
@@ -170,6 +182,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         thread of its own once it holds more than ``l0_fold_at`` documents, off the path of adds
         (fold.py); an add then folds inline only past ``fold.BACKSTOP x l0_max``."""
         directory = os.fspath(directory)
+        _check_threads(threads)
+        expected = {k: _plain(v) for k, v in expected.items()}
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
             raise IndexNotFoundError(f"{directory}: no index here (create one with: neardup index init {directory})")
@@ -239,7 +253,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             conn.close()
             raise
         idx._local.conn = conn
-        idx._all_conns.append(conn)
+        idx._all_conns.add(conn)
         try:
             idx._check_files(conn)
         except BaseException:
@@ -268,24 +282,34 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                                         f"{committed} committed")
 
     def close(self) -> None:
+        """Close the index. An add, remove or compact under way in another thread finishes first
+        (a close during an add released the writer lock and the text log under it)."""
         if self._closed:
             return
         self._closed = True
+        if os.getpid() != self._pid:
+            # a process forked from the one that opened it: the connections and files are the
+            # parent's too (SQLite: never carry a connection across a fork); they are left
+            # as they are, and the writer lock, shared with the parent, stays the parent's
+            _FORKED_LEFT.append(list(self._all_conns))
+            self._lock.release()
+            return
         self._folder.wait()  # a fold still building sees _closed and deletes its file
-        if self._wconn is not None and self._pending.has_rows:
-            try:  # a clean close leaves no texts waiting in SQLite (recovery would handle them)
-                if self._pending.sync():
-                    self._pending.prune(self._wconn)
-            except Exception:  # pragma: no cover - best effort: the next writer's open recovers
-                pass
-        for c in self._all_conns:
-            try:
-                c.close()
-            except Exception:  # pragma: no cover
-                pass
-        self._texts.close()
-        self._drop_log_file()
-        self._lock.release()
+        with self._wlock:
+            if self._wconn is not None and self._pending.has_rows:
+                try:  # a clean close leaves no texts waiting in SQLite (recovery would handle them)
+                    if self._pending.sync():
+                        self._pending.prune(self._wconn)
+                except Exception:  # pragma: no cover - best effort: the next writer's open recovers
+                    pass
+            for c in list(self._all_conns):
+                try:
+                    c.close()
+                except Exception:  # pragma: no cover
+                    pass
+            self._texts.close()
+            self._drop_log_file()
+            self._lock.release()
 
     def __enter__(self) -> "Index":
         return self
@@ -294,39 +318,55 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         self.close()
 
     # ------------------------------------------------------------------ connections, state
+    def _in_its_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise ForkedIndexError(
+                f"{self.directory}: this Index was opened by process {self._pid}, and this process was forked from it: "
+                "open the index again here (Index.open); its connections, files and writer lock are the parent's")
+
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
             raise IndexClosedError(f"{self.directory}: the index was closed")
+        self._in_its_process()
         c = getattr(self._local, "conn", None)
         if c is None:
             c = store.connect(os.path.join(self.directory, DB_NAME))
             self._local.conn = c
-            self._all_conns.append(c)
+            self._all_conns.add(c)
         return c
 
     def _writer(self) -> sqlite3.Connection:
         """Take the writer lock (once) and recover from an interrupted write."""
         if self._closed:
             raise IndexClosedError(f"{self.directory}: the index was closed")
+        self._in_its_process()
         if self._wconn is None:
             self._lock.acquire()
-            conn = store.connect(os.path.join(self.directory, DB_NAME))
-            if self.sync in ("normal", "group"):
-                conn.execute("PRAGMA synchronous = NORMAL")
-            self._all_conns.append(conn)
-            for ddl in LATE_INDEXES:
-                conn.execute(ddl)
-            self._recover(conn)
+            try:
+                conn = store.connect(os.path.join(self.directory, DB_NAME))
+                self._all_conns.add(conn)
+                if self.sync in ("normal", "group"):
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                for ddl in LATE_INDEXES:
+                    conn.execute(ddl)
+                self._recover(conn)
+            except BaseException:
+                self._lock.release()  # (a damaged index: another process may read it, or mend it)
+                raise
             self._pending = pend.PendingLog(has_rows=False)
             self._wconn = conn
             self._scrub(conn)  # removed texts an interrupted remove had yet to overwrite
         return self._wconn
 
     def _recover(self, conn: sqlite3.Connection) -> None:
-        """Cut text logs back to their committed length; delete files the manifest does not list."""
-        for name, committed in conn.execute("SELECT name, committed FROM text_files").fetchall():
+        """Cut text logs back to their committed length; delete files the manifest does not list.
+        First the numbers and lengths this trusts are checked (checking.py): a damaged one is
+        reported, not acted on."""
+        check_numbering(conn, self.directory)
+        for f, name, committed in conn.execute("SELECT file, name, committed FROM text_files").fetchall():
             p = os.path.join(self.directory, name)
             if os.path.exists(p) and os.path.getsize(p) > committed:
+                check_text_ends(conn, self.directory, f)
                 with open(p, "r+b") as f:
                     f.truncate(committed)
                     os.fsync(f.fileno())
@@ -352,6 +392,11 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         for attempt in range(attempts):
             try:
                 return fn()
+            except TextRemovedError:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+                if attempt == attempts - 1:
+                    raise
             except FileGoneError as exc:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
@@ -402,7 +447,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
     def _checked(self, inputs: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
         """Check every record of `inputs` (paths, records, or a single text) like ``dedup``."""
         _check_max_chars(max_chars)
-        return read_checked(inputs, fields or self.fields, max_chars)
+        return read_checked(inputs, _fields_of(fields) or self.fields, max_chars)
 
     def _present(self, conn: sqlite3.Connection, keys: list[str]) -> list[str]:
         """Which of these ids the index holds. Probed in sorted order: neighbouring probes then
@@ -455,6 +500,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 # are in pending_texts (index/pending.py); any other damage is raised again
                 found = pend.read_fallback(conn, ds, crcs)
                 if not found:
+                    self._raise_if_removed(conn, ds, rows)
                     raise
                 texts = [found[d] if d in found else self._texts.read(names[f], *rows[d]["text"][1:4], repr(rows[d]["id"]))
                          for d in ds]
@@ -468,8 +514,30 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         except IndexCorruptError:
             found = pend.read_fallback(conn, [doc], [crc])
             if doc not in found:
+                self._raise_if_removed(conn, [doc], {doc: {"text": (None, offset, length, crc)}}, compare=(1, 2, 3))
                 raise
             return found[doc]
+
+    def _raise_if_removed(self, conn, docs: list[int], rows: dict, compare=(0, 1, 2, 3)) -> None:
+        """After a text failed its checksum in a reader: if, in a snapshot taken now, one of
+        `docs` is gone or its text is elsewhere (`rows`: what the reader's snapshot said), the
+        text was removed (a scrubbing remove zeroes it right after its commit) or moved (a
+        compact) while it was read: TextRemovedError, and the read runs again (_fresh_read).
+        Otherwise it is damage, and the caller raises it. The writer's own reads skip this:
+        nothing removes under it."""
+        if conn is self._wconn:
+            return
+        fresh = store.connect(os.path.join(self.directory, DB_NAME))
+        try:
+            q = (f"SELECT doc, text_file, text_offset, text_length, text_crc FROM documents "
+                 f"WHERE doc IN ({','.join('?' * len(docs))})")
+            now = {r[0]: r[1:] for r in fresh.execute(q, docs)}
+        finally:
+            fresh.close()
+        for d in docs:
+            was, cur = rows[d]["text"], now.get(d)
+            if cur is None or any(was[i] != cur[i] for i in compare):
+                raise TextRemovedError(f"the text of document number {d} was removed or moved while it was read")
 
     def make_durable(self) -> None:
         """With ``sync="group"``: fsync the SQLite WAL, so that every commit made before this call
@@ -533,7 +601,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             pending = self._text_writer(conn)
             try:
                 docs, extras, signed, twice, present = read_and_sign(
-                    inputs, fields or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
+                    inputs, _fields_of(fields) or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
                     lambda keys: self._present(conn, keys),
                     on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None)
                 loading.result()  # a corrupt segment is reported here
@@ -550,14 +618,21 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             return self._add_locked(conn, docs, extras, signed, t0, note, sw, pending)
 
     def add_checked(self, docs: list[Checked], extras: list | None = None, *, dry_run: bool = False,
-                    note: str | None = None, ids_checked: bool = False) -> Verdicts:
+                    note: str | None = None, ids_checked: bool = False, parts: list[int] | None = None) -> Verdicts:
         """Add (or with `dry_run`, check) records already read and checked (``_checked``).
         `ids_checked=True`: the caller checked that the ids are unique and new to the index
         while holding a lock that keeps every other add out until this one returns (the
         service's GroupWriter does, per request, to refuse just the request with a used id);
         the add then does not look them up a second time. (Were one present anyway, the
         insert's UNIQUE constraint would refuse the whole add: nothing is half-written.) With
-        `dry_run`, `ids_checked=True` checks no id at all (``query``: its ids name nothing)."""
+        `dry_run`, `ids_checked=True` checks no id at all (``query``: its ids name nothing).
+
+        `parts`: the batch is these consecutive requests (their sizes; the service's group
+        commit), each to be answered as if it had been added after the ones before it alone.
+        A verdict gives its story's state at the end of the batch, so when two parts join one
+        story (two copies of one story in one group) the add is planned but not committed and
+        raises :class:`~neardup.index.errors.PartsShareAStory`: the caller adds the parts
+        one by one instead. Parts whose stories are apart get the verdicts they would alone."""
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:
             conn = self._conn()
@@ -573,10 +648,11 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             return self._fresh_read(conn, plan)
         with self._wlock:
             return self._add_locked(self._writer(), docs, extras, None, time.time(), note, None,
-                                    ids_checked=ids_checked)
+                                    ids_checked=ids_checked, parts=parts)
 
     def _add_locked(self, conn, docs, extras, signed: Signed | None, t0: float, note: str | None,
-                    sw: Stages | None, pending: PendingTexts | None = None, ids_checked: bool = False) -> Verdicts:
+                    sw: Stages | None, pending: PendingTexts | None = None, ids_checked: bool = False,
+                    parts: list[int] | None = None) -> Verdicts:
         # the meta values an add reads (generation, next document, cluster and batch numbers),
         # read in one statement: nothing else can write them while this add holds the writer
         # lock (a background fold's commit takes it too). Each SQL statement is a point where
@@ -588,6 +664,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
             plan = self._plan(conn, docs, extras, signed, ids_checked)
+            if parts is not None and len(parts) > 1 and parts_share_a_story(plan, parts):
+                raise PartsShareAStory("two requests of the group join one story")
             if sw is not None:
                 plan.stages.times = {**sw.times, **plan.stages.times}
             self._commit(conn, plan, t0, note, pending)
@@ -608,6 +686,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         before adding it) are looked up through the writer's connection: a reader connection's
         page cache is dropped whenever another connection has committed (SQLite, WAL mode), so
         after every add its probe read the id index's pages again (~0.3 ms of an add)."""
+        if self._closed:
+            raise IndexClosedError(f"{self.directory}: the index was closed")
         if len(keys) <= EXISTING_ON_WRITER and self._wconn is not None and self._wlock.acquire(blocking=False):
             try:
                 return set(self._present(self._wconn, keys))
@@ -678,9 +758,41 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         return fold.fold_once(self)
 
 
+#: what a forked process's close() leaves open of its parent's (module docstring of close)
+_FORKED_LEFT: list = []
+
 #: existing_ids of at most this many ids may use the writer's connection (holding the add
 #: lock that long is then short)
 EXISTING_ON_WRITER = 1000
+
+
+def _fields_of(fields) -> Fields | None:
+    """`fields` as a Fields: one, None, or a mapping of its names (``{"id": "url", ...}``)."""
+    if fields is None or isinstance(fields, Fields):
+        return fields
+    if isinstance(fields, Mapping):
+        try:
+            return Fields(**fields)
+        except TypeError as exc:
+            raise InvalidParameterError(f"fields: {exc} (names: id, text, title, time, source)") from None
+    raise InvalidParameterError(f"fields must be a neardup.io.Fields or a mapping of its names, got {type(fields).__name__}")
+
+
+def _check_threads(threads) -> None:
+    """threads: None (every core) or an integer in 1..1024, said at open (a float or a string was
+    taken, and the first add failed on it with a TypeError)."""
+    if threads is None:
+        return
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 1024:
+        raise InvalidParameterError(f"threads must be an integer in 1..1024 or None, got {threads!r}")
+
+
+def _plain(v):
+    """A NumPy scalar as the Python value it holds (a setting stored as JSON: k=np.int64(4)
+    failed with "Object of type int64 is not JSON serializable", after the index was begun)."""
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
 
 
 def _check_max_chars(max_chars) -> None:

@@ -9,7 +9,10 @@ __all__ = [
     "IndexExistsError",
     "IndexLockedError",
     "IndexClosedError",
+    "ForkedIndexError",
     "IndexCorruptError",
+    "TextRemovedError",
+    "ScrubIncompleteError",
     "IndexConfigError",
     "DuplicateIdError",
     "DocumentNotFoundError",
@@ -39,6 +42,12 @@ class IndexClosedError(IndexError_, RuntimeError):
     used to take the writer lock again, and keep it until the process ended)."""
 
 
+class ForkedIndexError(IndexError_, RuntimeError):
+    """An Index used in a process forked from the one that opened it (multiprocessing's fork):
+    its SQLite connections, files and writer lock are the parent's. Open the index again in
+    the child."""
+
+
 class IndexCorruptError(IndexError_, RuntimeError):
     """A file of the index is missing, truncated or fails its checksum. Never silently used."""
 
@@ -54,6 +63,20 @@ class FileGoneError(IndexCorruptError):
 
     def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self), self.file))
+
+
+class TextRemovedError(IndexCorruptError):
+    """A text failed its checksum because the document was removed (its text zeroed by a
+    scrubbing remove) or moved (a compact) after the reader's snapshot listed it: not damage.
+    The read is run again on a newer snapshot (``Index._fresh_read``)."""
+
+
+class ScrubIncompleteError(IndexError_, OSError):
+    """A remove committed, but overwriting the removed texts in the log failed (a full disk):
+    the next writer to open the index overwrites them (the rows of ``scrubs`` say where)."""
+
+    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+        return (type(self), (str(self),))
 
 
 class IndexConfigError(IndexError_, InvalidParameterError):
@@ -90,3 +113,8 @@ def few(xs: list, k: int = 5) -> str:
     """The first `k` of `xs` for an error message, and how many more there are."""
     s = ", ".join(repr(x) for x in xs[:k])
     return s + (f" and {len(xs) - k} more" if len(xs) > k else "")
+
+
+class PartsShareAStory(Exception):
+    """Internal: an add given `parts` (``Index.add_checked``) in which two parts join one story;
+    nothing was written, and the caller (the service's group commit) adds the parts one by one."""

@@ -35,7 +35,7 @@ from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, f
     first_in_batch, first_in_batch_few, group, group_few, join, join_few, nan_if_none, pair_rows, pair_rows_few,
     unique_pairs, unique_pairs_few)
 
-__all__ = ["Plan", "Planning"]
+__all__ = ["Plan", "Planning", "parts_share_a_story"]
 
 
 def _hits(ci_all: np.ndarray, cd_all: np.ndarray, ci: np.ndarray, cd: np.ndarray) -> np.ndarray:
@@ -72,6 +72,21 @@ class Plan:
     next_cluster: int
     old_multi: int  # how many of the clusters this add grows or merges away had two or more members
     stages: Stages = field(default_factory=Stages)
+
+
+def parts_share_a_story(plan: Plan, parts: list[int]) -> bool:
+    """Whether documents of two of the batch's consecutive parts (their sizes) end in one story
+    (``cluster_of`` is each document's cluster after the add, merges included): then a part's
+    verdicts, which give its story's state at the end of the batch, would describe the other's
+    articles too (``Index.add_checked``, `parts`)."""
+    owner: dict[int, int] = {}
+    pos = 0
+    for k, size in enumerate(parts):
+        for c in set(plan.cluster_of[pos : pos + size].tolist()):
+            if owner.setdefault(c, k) != k:
+                return True
+        pos += size
+    return False
 
 
 class Planning:

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from neardup.index.errors import DocumentNotFoundError
-from neardup.index import counters
+from neardup.errors import InvalidParameterError
+from neardup.index import counters, store
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.index.plan_steps import nan_if_none
 
@@ -98,7 +99,11 @@ class Reading:
         return out
 
     def get_cluster(self, cluster: int, *, texts: bool = False) -> dict:
+        if isinstance(cluster, (bool, np.bool_)) or not isinstance(cluster, (int, np.integer)):
+            raise InvalidParameterError(f"a cluster number is an integer, got {type(cluster).__name__} {cluster!r:.40}")
         conn = self._conn()
+        if not -(2**63) <= cluster < 2**63:  # (SQLite's integers: no such cluster)
+            raise DocumentNotFoundError(f"no cluster {cluster}")
         return self._fresh_read(conn, lambda: self._get_cluster(conn, cluster, texts))
 
     def _get_cluster(self, conn, cluster: int, texts: bool) -> dict:
@@ -134,6 +139,9 @@ class Reading:
                 "merged_into": None, "members": members}
 
     def recent_clusters(self, limit: int = 20, min_size: int = 2) -> list[dict]:
+        for name, v in (("limit", limit), ("min_size", min_size)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= v < 2**63:
+                raise InvalidParameterError(f"{name} must be an integer >= 0, got {v!r:.40}")
         conn = self._conn()
         rows = conn.execute("SELECT c.cluster, c.size, c.updated_at, d.id, d.id_int, d.source, d.published_at "
                             "FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= ? "
@@ -143,8 +151,15 @@ class Reading:
 
     def clusters(self, min_size: int = 2):
         """Every cluster of at least `min_size` documents, as rows of dedup's clusters.jsonl:
-        ``{"cluster", "keeper", "size", "members": [{"id", "similarity", "match"}]}``."""
-        conn = self._conn()
+        ``{"cluster", "keeper", "size", "members": [{"id", "similarity", "match"}]}``.
+
+        The rows come from one snapshot, read through a connection of the generator's own: the
+        thread's connection, held in a transaction while the caller paused between rows, made
+        the caller's other reads in the loop fail ("cannot start a transaction within a
+        transaction") and hid later commits from that thread."""
+        self._conn()  # (closed? forked?)
+        conn = store.connect(os.path.join(self.directory, store.DB_NAME))
+        self._all_conns.add(conn)  # (closed with the index)
         conn.execute("BEGIN")
         try:
             cur = conn.execute(
@@ -163,6 +178,7 @@ class Reading:
         finally:
             try:
                 conn.execute("COMMIT")
+                conn.close()
             except sqlite3.ProgrammingError:  # the index was closed before this generator finished
                 pass
 

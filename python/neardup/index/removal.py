@@ -5,15 +5,21 @@ without removed texts. A mixin of :class:`~neardup.index.core.Index`.
 """
 from __future__ import annotations
 
+import math
+import numbers
 import os
+import re
+import sqlite3
 import time
 from collections.abc import Iterable
+from datetime import date, datetime, timezone
 from typing import Any
 
 import numpy as np
 
 import neardup
-from neardup.index.errors import DocumentNotFoundError
+from neardup.errors import InvalidParameterError
+from neardup.index.errors import DocumentNotFoundError, ScrubIncompleteError
 from neardup.index.segment import Postings, write_segment
 from neardup.index import counters
 from neardup.index.store import State, immediate
@@ -24,7 +30,47 @@ from neardup.index.plan_steps import nan_if_none
 from neardup.simhash import hamming
 from neardup.index.errors import few
 
-__all__ = ["Removal"]
+__all__ = ["Removal", "older_than_seconds", "parse_age"]
+
+
+def parse_age(s: str, now: float | None = None, what: str = "--older-than") -> float:
+    """'30d', '12h', '90m', '3600s' before now, or an ISO date/time, as seconds since the epoch."""
+    now = time.time() if now is None else now
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", s)
+    if m:
+        mult = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+        return now - float(m.group(1)) * mult
+    try:
+        dt = datetime.fromisoformat(s.strip())
+    except ValueError:
+        raise ValueError(f"{what} {s!r}: use an age such as 30d, 12h, 90m, or an ISO date") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+def older_than_seconds(v: Any) -> float | None:
+    """``remove(older_than=v)`` as seconds since the epoch (module docstring of remove)."""
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        raise InvalidParameterError(f"older_than must be a time, got {v!r}")
+    if isinstance(v, numbers.Real):
+        t = float(v)
+        if not math.isfinite(t):
+            raise InvalidParameterError(f"older_than must be a finite number of seconds, got {v!r}")
+        return t
+    if isinstance(v, datetime):
+        return (v if v.tzinfo is not None else v.replace(tzinfo=timezone.utc)).timestamp()
+    if isinstance(v, date):
+        return datetime(v.year, v.month, v.day, tzinfo=timezone.utc).timestamp()
+    if isinstance(v, str):
+        try:
+            return parse_age(v, what="older_than")
+        except ValueError as exc:
+            raise InvalidParameterError(str(exc)) from None
+    raise InvalidParameterError(f"older_than must be seconds since the epoch, a datetime, a date or text such as "
+                                f"'30d', got {type(v).__name__}")
 
 
 class Removal:
@@ -32,11 +78,22 @@ class Removal:
         """Remove documents by id, and/or every document published (or, without a time, added)
         before `older_than` (seconds since the epoch). Their clusters are recomputed from the
         stored pairs (a cluster may split); keepers re-decided. Returns how many were removed.
-        With `scrub`, the removed texts are overwritten in the text log at once."""
+        With `scrub`, the removed texts are overwritten in the text log at once.
+
+        `older_than`: seconds since the epoch, a datetime (naive: UTC), a date (its midnight,
+        UTC), or text as ``neardup index remove --older-than`` takes it (``"30d"``, an ISO
+        date). `ids`: a list (or any iterable) of ids; one id alone is refused, not read as
+        its characters. Anything else is an InvalidParameterError before anything is removed
+        (a datetime was compared with the stored numbers as text, which SQLite orders after
+        every number: every document was removed)."""
+        cutoff = older_than_seconds(older_than)
+        if isinstance(ids, (str, bytes, int, float)) or not isinstance(ids, Iterable):
+            raise InvalidParameterError(f"ids must be a list of ids, got {type(ids).__name__} {ids!r:.60}"
+                                        " (one id: remove([id]))")
+        idl = [str(i) for i in ids]
         with self._wlock:
             conn = self._writer()
             docs: set[int] = set()
-            idl = [str(i) for i in ids]
             missing = []
             for s in range(0, len(idl), 30000):
                 chunk = idl[s : s + 30000]
@@ -45,9 +102,9 @@ class Removal:
                 docs.update(found.values())
             if missing:
                 raise DocumentNotFoundError(f"{len(missing)} id(s) not in the index: {few(missing)}")
-            if older_than is not None:
+            if cutoff is not None:
                 docs.update(r[0] for r in conn.execute(
-                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ?", (older_than,)))
+                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ?", (cutoff,)))
             if not docs:
                 return 0
             return self._remove_docs(conn, sorted(docs), scrub)
@@ -191,7 +248,13 @@ class Removal:
                 conn.execute("PRAGMA secure_delete = FAST")
         self._after_remove(before, gen, dl)
         if scrub and self.config.store_text:
-            self._scrub(conn)
+            try:
+                self._scrub(conn)
+            except (OSError, sqlite3.Error) as exc:
+                # the removal is committed: said so, not "the index is as it was"
+                raise ScrubIncompleteError(
+                    f"removed {len(gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
+                    "the next writer to open the index finishes it") from exc
         return len(gone)
 
     def _bridges(self, conn, rest: list[dict], lab: np.ndarray) -> list[tuple[int, int, float]]:

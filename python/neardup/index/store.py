@@ -15,6 +15,7 @@ The schema is documented in docs/index.md; this module creates and checks it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import sqlite3
@@ -137,9 +138,16 @@ def u2i(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
 
+class Connection(sqlite3.Connection):
+    """sqlite3's connection, weakly referable: an Index lists the connections of its reader
+    threads weakly, so that a thread's connection closes when the thread ends (a thread per
+    request left two descriptors each until the Index was closed)."""
+
+
 def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0,
+                           factory=Connection)
     try:
         conn.execute("PRAGMA busy_timeout = 30000")
         if not readonly:
@@ -161,45 +169,97 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
             # SQLite in WAL mode makes its -wal and -shm files beside the database, reads too
             raise OutputError(f"{d}: the index's directory and database must be writable, by readers too "
                               f"(SQLite keeps its -wal and -shm files there): {exc}") from exc
+        if _no_space(d):
+            # SQLite cannot make its -wal and -shm files: "disk I/O error", not damage
+            raise OSError(errno.ENOSPC, f"no space left on the device of {d}: SQLite cannot create its -wal and "
+                          f"-shm files there ({exc})") from exc
         raise IndexCorruptError(f"{path}: not a readable SQLite database ({exc})") from exc
     return conn
 
 
+def _no_space(d: str) -> bool:
+    try:
+        st = os.statvfs(d)
+    except OSError:
+        return False
+    return st.f_bavail == 0 or (st.f_favail == 0 and st.f_files > 0)
+
+
 class WriterLock:
-    """flock on DIR/lock, held while this process may write."""
+    """flock on the index's directory and on DIR/lock, held while this process may write.
+
+    The directory's lock is the one that counts: DIR/lock holds the writer's pid and looks like
+    a stale pid file, and a user who deleted it let a second writer lock a new file of that name
+    while the first went on writing (the second's recovery cut the text log under the first,
+    both wrote texts at the same offsets: texts destroyed). A directory cannot be deleted while
+    it holds the index. DIR/lock is still locked and written: it names the holder, and a
+    neardup from before 2026-12-01 locks only it."""
 
     def __init__(self, directory: str) -> None:
+        self.directory = directory
         self.path = os.path.join(directory, "lock")
         self.fd: int | None = None
+        self.dfd: int | None = None
+        self.pid: int | None = None  # the process that holds it
 
     def acquire(self) -> None:
         if self.fd is not None:
             return
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        dfd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(dfd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(dfd)
+            self._locked(self._holder())
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            os.close(dfd)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            try:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip()
-            except OSError:  # pragma: no cover
-                holder = ""
+            holder = self._holder(fd)
             os.close(fd)
-            who = f" (held by process {holder})" if holder else ""
-            raise IndexLockedError(
-                f"index is locked: another writer is using {os.path.dirname(self.path)}{who}; "
-                "one writer at a time (readers are not blocked)"
-            ) from None
+            os.close(dfd)
+            self._locked(holder)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self.fd = fd
+        self.fd, self.dfd = fd, dfd
+        self.pid = os.getpid()
+
+    def _holder(self, fd: int | None = None) -> str:
+        """The pid DIR/lock names ("" when it cannot be read)."""
+        try:
+            if fd is None:
+                with open(self.path, "rb") as f:
+                    return f.read(64).decode(errors="replace").strip()
+            return os.pread(fd, 64, 0).decode(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def _locked(self, holder: str) -> None:
+        who = f" (held by process {holder})" if holder else ""
+        raise IndexLockedError(
+            f"index is locked: another writer is using {self.directory}{who}; "
+            "one writer at a time (readers are not blocked)"
+        ) from None
 
     def release(self) -> None:
-        if self.fd is not None:
+        # a process forked from the holder shares its locks (a flock belongs to the open file,
+        # which a fork shares): it closes its descriptors, which leaves the holder's lock held,
+        # and must not unlock it (a child's close() let a second writer in beside its parent)
+        mine = getattr(self, "pid", None) == os.getpid()
+        for attr in ("fd", "dfd"):
+            fd = getattr(self, attr)
+            if fd is None:
+                continue
             try:
-                fcntl.flock(self.fd, fcntl.LOCK_UN)
+                if mine:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
             finally:
-                os.close(self.fd)
-                self.fd = None
+                os.close(fd)
+                setattr(self, attr, None)
 
 
 @dataclass
