@@ -16,12 +16,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, directory, *extra):
+    def __init__(self, directory, *extra, preexec_fn=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", str(directory), "--host",
                                       "127.0.0.1", "--port", str(self.port), *extra],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
         deadline = time.time() + 30
         while True:
             if self.proc.poll() is not None:

@@ -1,9 +1,7 @@
 """The HTTP API in-process (FastAPI TestClient): verdicts, reads, deletes, and every bad input."""
-import json
 import threading
 import time
 
-import pytest
 
 
 def test_post_one_and_a_batch(client, rain):

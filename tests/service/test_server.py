@@ -7,7 +7,6 @@ import time
 import httpx
 
 import ix_corpus
-from srv_helpers import Server
 
 
 def test_real_server_round_trip(server, rain, index_dir, tmp_path):

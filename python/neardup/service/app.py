@@ -27,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from neardup.errors import InvalidParameterError, NeardupError
 from neardup.index import Index
-from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, IndexCorruptError
+from neardup.index.errors import (DocumentNotFoundError, DuplicateIdError, IndexCorruptError, IndexError_,
+                                  IndexLockedError, ScrubIncompleteError)
 from neardup.io.errors import RecordError
 from neardup.io.records import parse_time
 from neardup.service.fastpost import FastPost, replay_once
@@ -288,9 +289,12 @@ def _document_problem(d: "DocumentIn") -> tuple[str, str] | None:
 
 class _IdPath(Convertor):
     """A document id in a URL: the rest of the path, slashes included, not empty (Starlette's
-    "path" matches nothing too, which took "POST /v1/documents/" from its redirect)."""
+    "path" matches nothing too, which took "POST /v1/documents/" from its redirect). Every
+    character, a newline too: with ".+" (no DOTALL) an id holding a newline matched no route,
+    and "x%0A" named the document "x" (the route's "$" matched before the final newline; the
+    routes now end at "\\Z": _anchor_routes)."""
 
-    regex = ".+"
+    regex = r"[\s\S]+"
 
     def convert(self, value: str) -> str:
         return value
@@ -300,6 +304,18 @@ class _IdPath(Convertor):
 
 
 register_url_convertor("neardup_id", _IdPath())
+
+
+def _anchor_routes(app: FastAPI) -> None:
+    """End every route's pattern at the end of the path ("\\Z"), not at Starlette's "$", which
+    also matches before a final newline: "/v1/stats%0A" was /v1/stats, "POST /v1/documents%0A"
+    an add, "GET /v1/documents/x%0A" the document "x" (not "x\\n")."""
+    import re
+
+    for route in app.router.routes:
+        rx = getattr(route, "path_regex", None)
+        if rx is not None and rx.pattern.endswith("$") and not rx.pattern.endswith("\\$"):
+            route.path_regex = re.compile(rx.pattern[:-1] + r"\Z", rx.flags)
 
 
 # ---------------------------------------------------------------------------- app
@@ -433,11 +449,16 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     async def delete_document(doc_id: str) -> dict:
         typed = idx.typed_ids([doc_id]).get(doc_id, doc_id)  # (the id as it was given, for the answer)
         try:  # durable (--sync full too) before the answer
-            n = await asyncio.wrap_future(writer.remove(doc_id))
+            n = await _written(writer.remove(doc_id))
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
-        except WriterGoneError as exc:
-            return _err(503, "writer_unavailable", str(exc))
+        except ScrubIncompleteError as exc:  # removed (committed, durable), its text not yet overwritten
+            return _err(507, "scrub_incomplete", str(exc))
+        except NeardupError as exc:
+            refused = _writer_error(exc)
+            if refused is None:
+                raise
+            return refused
         return {"removed": n, "id": typed}
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
@@ -490,6 +511,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
                                                                                           "/openapi")):
             app.add_api_route(route.path, route.endpoint, methods=["HEAD"], include_in_schema=False,
                               response_model=route.response_model, response_class=route.response_class)
+    _anchor_routes(app)
     return app
 
 
@@ -549,21 +571,63 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
         recs.append(r)
     try:
         if dry_run:
-            vs = await asyncio.wrap_future(writer.dry_run(recs))
+            vs = await _written(writer.dry_run(recs))
         else:
-            vs = await asyncio.wrap_future(writer.submit(recs))  # group commit with the others waiting
-    except WriterGoneError as exc:
-        return _err(503, "writer_unavailable", str(exc))
+            vs = await _written(writer.submit(recs))  # group commit with the others waiting
     except DuplicateIdError as exc:
         return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
     except RecordError as exc:
         return _bad_document(batch, exc.line - 1, exc.field, exc.reason)
-    except IndexCorruptError as exc:
-        return _err(500, "index_corrupt", str(exc))
+    except NeardupError as exc:
+        refused = _writer_error(exc)
+        if refused is None:
+            raise
+        return refused
     # the writer process sends dicts already (worker.py); a GroupWriter thread, Verdicts
     results = [v if isinstance(v, dict) else v.as_dict() for v in vs]
     out = {"dry_run": dry_run, "inserted": 0 if dry_run else len(vs), "results": results}
     return _json(out)
+
+
+#: what a request still waiting for the writer when the server's graceful shutdown ends is told
+CUT_OFF = ("the server is shutting down and this request was still waiting for the writer: whether its write "
+           "went in is unknown (an add that did answers 409 when retried)")
+
+
+async def _written(fut):
+    """The writer's answer to a request (`fut`, a concurrent future), awaited on the event loop.
+
+    uvicorn cancels the requests still running when its graceful shutdown times out (a writer
+    that is hung or stopped): such a request is answered 503 writer_unavailable here
+    (WriterGoneError), not uvicorn's bare 500. Nothing else cancels a request's task."""
+    try:
+        return await asyncio.wrap_future(fut)
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()  # answered: the cancellation is handled
+        raise WriterGoneError(CUT_OFF) from None
+
+
+def _writer_error(exc: NeardupError) -> JSONResponse | None:
+    """The answer to an error of the writer's that is not the request's own (those are 404, 409,
+    422: the callers answer them), or None for one that is a bug (the app's 500, logged).
+
+    Besides its answers' errors, a request can get the error of a writer process that could not
+    be started again after the last one died (worker.py, ``WriterProcess._restart``: the index
+    as ``Index.open`` finds it): it is locked by another process (which took the lock while no
+    writer held it), damaged, gone, or cannot be written. Each is the service's state, not
+    the request's: 503 (the next write tries again), 500 for a damaged index."""
+    if isinstance(exc, WriterGoneError):
+        return _err(503, "writer_unavailable", str(exc))
+    if isinstance(exc, IndexLockedError):
+        return _err(503, "index_locked", f"index is locked by another process; the writer cannot start until it "
+                    f"lets go (reads go on; the next write tries again): {exc}")
+    if isinstance(exc, IndexCorruptError):
+        return _err(500, "index_corrupt", str(exc))
+    if isinstance(exc, IndexError_):  # not found (removed), closed, read only, its settings refused
+        return _err(503, "writer_unavailable", f"the writer cannot write the index ({type(exc).__name__}): {exc}")
+    return None
 
 
 class BodyLimit:
@@ -640,6 +704,7 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     # the address first: one that is taken or not allowed is said before the index is opened
     # (uvicorn's own bind failure exits with its code 3, which is neardup's "bad record")
     sock = _listen(host, port)
+    raise_fd_limit()  # (before the writer process starts: it inherits it)
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
     # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
@@ -662,18 +727,66 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
         sock.close()
         raise
     app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes)
+    limit = connection_limit()
     quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
     try:
-        # a request still waiting after 30 s of shutdown is cut off (the index stays consistent)
+        # a request still waiting GRACEFUL_SHUTDOWN s into a shutdown is cut off (503: the index
+        # stays consistent); past `limit` open connections a request gets uvicorn's 503 at once
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                                timeout_graceful_shutdown=30)
+                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN, limit_concurrency=limit)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
         writes.close()
         idx.close()
     return 0
+
+
+#: seconds a shutdown (SIGTERM, Ctrl-C) waits for the requests under way before it cuts them off
+#: (a POST then gets 503 writer_unavailable; a request whose body never came, uvicorn's 500)
+GRACEFUL_SHUTDOWN = 10
+#: descriptors kept for the server's own files beyond those open when it starts: a SQLite
+#: connection (database, WAL, shared memory) per thread of the read pool (40), a new writer
+#: process's socket pair and pipes, the segments a fold adds
+FD_MARGIN = 256
+#: the soft limit on open files is raised up to this (within the hard limit) at the start
+FD_WANTED = 65536
+
+
+def raise_fd_limit() -> None:
+    """Raise this process's soft limit on open files up to FD_WANTED, within the hard limit (a
+    systemd service starts at 1,024 soft, for select()'s sake; this server polls with epoll).
+    The writer process started after it inherits it."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = FD_WANTED if hard == resource.RLIM_INFINITY else min(FD_WANTED, hard)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, OSError, ValueError):  # not POSIX, or not allowed: the limit stays
+        pass
+
+
+def connection_limit() -> int:
+    """uvicorn's ``limit_concurrency`` for this process: its limit on open files, less the ones
+    open now (the index, the writer's socket) and FD_MARGIN. A connection holds a descriptor
+    from its accept until it closes: past this many open connections a request is answered 503
+    at once (uvicorn's own, plain text), rather than the server running out of descriptors
+    for new connections and for the index's own files (docs/service.md, "Connections")."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except ImportError:  # pragma: no cover - not POSIX
+        return FD_WANTED
+    soft = FD_WANTED if soft == resource.RLIM_INFINITY else soft
+    try:
+        used = len(os.listdir("/proc/self/fd"))
+    except OSError:  # not Linux
+        used = 64
+    return max(soft - used - FD_MARGIN, soft // 4, 1)
 
 
 class ListenError(NeardupError):

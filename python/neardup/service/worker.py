@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any
 from multiprocessing.connection import Connection
 
@@ -127,7 +127,7 @@ class WriterProcess:
             self._conn.send((kind, rid, payload))
         except (OSError, ValueError) as exc:  # the pipe broke: the answers thread sees it too
             self._waiting.pop(rid, None)
-            fut.set_exception(WriterGoneError(f"cannot reach the writer process: {exc}"))
+            _settle(fut, False, WriterGoneError(f"cannot reach the writer process: {exc}"))
 
     def _restart(self) -> None:
         """Start a new writer process (without the lock: requests keep queueing meanwhile),
@@ -139,7 +139,7 @@ class WriterProcess:
             with self._lock:
                 queued, self._queued, self._restarting = self._queued, [], None
             for _, _, fut in queued:
-                fut.set_exception(err)
+                _settle(fut, False, err)
             return
         with self._lock:
             queued, self._queued, self._restarting = self._queued, [], None
@@ -151,7 +151,7 @@ class WriterProcess:
         if closing:  # close() was called while it started: stop it again, nothing is sent
             self._stop(*started)
             for _, _, fut in queued:
-                fut.set_exception(WriterGoneError(STOPPING))
+                _settle(fut, False, WriterGoneError(STOPPING))
 
     # ------------------------------------------------------------------ process
     def _launch(self) -> tuple[Connection, subprocess.Popen]:
@@ -203,12 +203,8 @@ class WriterProcess:
             except (EOFError, OSError):
                 break
             fut = waiting.pop(rid, None)
-            if fut is None:
-                continue
-            if ok:
-                fut.set_result(value)
-            else:
-                fut.set_exception(value)
+            if fut is not None:
+                _settle(fut, ok, value)
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:  # pragma: no cover - its pipe closed, it is on its way out
@@ -219,7 +215,7 @@ class WriterProcess:
             left = list(waiting.values())
             waiting.clear()
         for fut in left:
-            fut.set_exception(WriterGoneError(
+            _settle(fut, False, WriterGoneError(
                 f"the writer process exited (exit code {proc.returncode}) before answering; whether this "
                 "request's write went in is unknown (an add that did answers 409 when retried)"))
 
@@ -251,6 +247,20 @@ class WriterProcess:
             proc.kill()
             proc.wait(10)
         conn.close()
+
+
+def _settle(fut: Future, ok: bool, value) -> None:
+    """Give `fut` its result (`ok`) or exception, unless it is already done: the server's event
+    loop cancels the futures of requests cut off at the end of a graceful shutdown (uvicorn
+    cancels their tasks; asyncio.wrap_future cancels the future it wraps), and a request
+    cut off must not stop the thread answering the others (InvalidStateError)."""
+    try:
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
+    except InvalidStateError:
+        pass
 
 
 # ---------------------------------------------------------------------- the writer process

@@ -21,7 +21,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from neardup.index import Index
 from neardup.index import store
-from neardup.index.errors import DuplicateIdError
+from neardup.index.errors import DuplicateIdError, PartsShareAStory, ScrubIncompleteError
 from neardup.io.errors import RecordError
 from neardup.io.records import Fields
 from neardup.service.timings import Timings
@@ -89,7 +89,11 @@ class GroupWriter:
 
     def _remove(self, doc_id) -> int:
         with self.lock:
-            n = self.index.remove([doc_id])
+            try:
+                n = self.index.remove([doc_id])
+            except ScrubIncompleteError:
+                self.index.make_durable()  # the removal is committed: durable before the answer too
+                raise
             self.index.make_durable()
         return n
 
@@ -179,7 +183,18 @@ class GroupWriter:
         try:
             # (the ids were checked just above, under self.lock, which every add and remove of
             # this index takes: the add need not look them up again)
-            verdicts = ix.add_checked(all_docs, all_extras, ids_checked=True)
+            verdicts = ix.add_checked(all_docs, all_extras, ids_checked=True, parts=[len(docs) for docs, _, _ in ok])
+        except PartsShareAStory:
+            # two requests join one story: each request's verdict must give the story as it was
+            # after that request (its keeper, its alternates), not after the later one's, so
+            # the requests are added one by one, in order (rare: two copies of one story
+            # within one group's few milliseconds)
+            for docs, extras, fut in ok:
+                try:
+                    self._answer([(fut, ix.add_checked(docs, extras, ids_checked=True))])
+                except Exception as exc:
+                    fut.set_exception(exc)
+            return
         except Exception as exc:
             for _, _, fut in ok:
                 fut.set_exception(exc)
@@ -189,6 +204,9 @@ class GroupWriter:
         for docs, _, fut in ok:
             answers.append((fut, verdicts[pos : pos + len(docs)]))
             pos += len(docs)
+        self._answer(answers)
+
+    def _answer(self, answers: list) -> None:
         if self.acks is not None:
             self.acks.put(answers)  # answered once the WAL is fsynced; the next group goes on
         else:
