@@ -192,6 +192,11 @@ def _cmd_curve(a: argparse.Namespace) -> int:
     # the settings as dedup checks them, before anything is printed (--bands without --rows was
     # ignored but labelled "pinned")
     DedupOptions(threshold=a.threshold, num_perm=a.num_perm, recall=a.recall, bands=a.bands, rows=a.rows).check()
+    png = None
+    if a.png:  # as eval's --png: DIR/ gets curve.png, a name without an extension .png; checked first
+        from neardup.evaluate.plot import png_path
+
+        png = png_path(a.png, "curve.png")
     b, r = choose_bands(a.threshold, a.num_perm, a.recall, a.bands, a.rows)
     how = "pinned" if a.bands is not None else f"fewest candidates with P >= {a.recall} at the threshold"
     print(f"threshold {a.threshold}, num_perm {a.num_perm}: {b} bands x {r} rows ({how})")
@@ -213,11 +218,11 @@ def _cmd_curve(a: argparse.Namespace) -> int:
         print(f"{s:>5.2f}  {vals}{mark}")
     p_at = float(lsh.candidate_probability(a.threshold, b, r))
     print(f"P(candidate) at the threshold {a.threshold}: {p_at:.4f}")
-    if a.png:
+    if png:
         from neardup.evaluate.plot import curve_png
 
-        curve_png(b, r, a.threshold, a.png, others)
-        print(f"wrote {a.png}")
+        curve_png(b, r, a.threshold, png, others)
+        print(f"wrote {png}")
     return EXIT_OK
 
 
@@ -235,8 +240,11 @@ def _cmd_eval(a: argparse.Namespace) -> int:
     elif png.lower() == "none":
         png = None
     r = evaluate(a.corpus if len(a.corpus) > 1 else a.corpus[0], a.outdir, a.threshold, png, a.threads)
-    print(f"neardup eval: {r['documents']:,} documents, threshold {r['threshold']}")
-    print(f"- ground truth: {r['true_pairs']:,} pairs with exact Jaccard >= {r['threshold']} "
+    m = r["measure"]
+    name = "Jaccard" if m == "jaccard" else m
+    print(f"neardup eval: {r['documents']:,} documents, threshold {r['threshold']}"
+          + ("" if m == "jaccard" else f", measure {m} (the run's)"))
+    print(f"- ground truth: {r['true_pairs']:,} pairs with exact {name} >= {r['threshold']} "
           f"(exact self-join, not sampled); {r['clusters_true']:,} true clusters")
     print(f"- pair recall: {r['pair_recall']:.4f} ({r['true_pairs_found']:,} of {r['true_pairs']:,} true pairs "
           f"in one cluster)")
@@ -244,8 +252,8 @@ def _cmd_eval(a: argparse.Namespace) -> int:
           f"reported pairs truly >= {r['threshold']})")
     print(f"- clusters: pairwise precision {r['pairwise_precision']:.4f}, recall {r['pairwise_recall']:.4f}, "
           f"F1 {r['pairwise_f1']:.4f}; adjusted Rand index {r['adjusted_rand_index']:.4f}")
-    for bnd in r["recall_by_jaccard"]:
-        print(f"    J {bnd['from']:.2f}-{bnd['to']:.2f}: {bnd['pairs']:>7,} pairs, recall {bnd['recall']:.4f}")
+    for bnd in r[f"recall_by_{m}"]:
+        print(f"    {'J' if m == 'jaccard' else 'C'} {bnd['from']:.2f}-{bnd['to']:.2f}: {bnd['pairs']:>7,} pairs, recall {bnd['recall']:.4f}")
     print(f"wrote {os.path.join(a.outdir, 'eval.json')}" + (f" and {r['png']}" if r.get("png") else ""))
     return EXIT_OK
 

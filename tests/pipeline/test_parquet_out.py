@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 import neardup
@@ -141,3 +142,12 @@ def test_kept_parquet_alternates_are_the_ids_as_given(tmp_path):
         neardup.dedup([str(jl)], tmp_path / f"{name}-jsonl")
         kept = [json.loads(x) for x in (tmp_path / f"{name}-jsonl" / "kept.jsonl").read_text().splitlines()]
         assert [r["alternates"] for r in kept] == [[ids[1]], []], name
+
+
+@pytest.mark.parametrize("ids, elem", [([1, 2, 3], pa.int64()), (["a", "b", "c"], pa.string())])
+def test_alternates_typed_by_the_ids_when_no_record_has_any(tmp_path, ids, elem):
+    """A run without duplicates (a quiet day) typed the alternates list<null>: day-by-day files
+    did not share a schema. They follow the id column: list<int64> for integer ids."""
+    recs = [{"id": i, "text": f"a story of its own number {n} with words {n * 7} and {n * 11}"} for n, i in enumerate(ids)]
+    neardup.dedup(recs, str(tmp_path / "out"), output_format="parquet")
+    assert pq.read_schema(tmp_path / "out" / "kept.parquet").field("alternates").type == pa.list_(elem)

@@ -24,7 +24,21 @@ class RecordError(NeardupError, ValueError):
         return (type(self), (self.path, self.line, self.reason, self.field))
 
     def as_dict(self) -> dict:
-        return {"file": self.path, "line": self.line, "field": self.field, "reason": self.reason}
+        """For report.json: a lone surrogate (a field's name that holds one, a file name that
+        is not UTF-8) written as its escape, \\udc80, as JSON cannot hold it."""
+        return {"file": _writable(self.path), "line": self.line, "field": _writable(self.field),
+                "reason": _writable(self.reason)}
+
+
+def _writable(s):
+    """`s` with any lone surrogate as its backslash escape (other values as they are)."""
+    if type(s) is not str or s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return s
 
 
 class InputFileError(NeardupError, OSError):

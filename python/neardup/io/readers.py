@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -84,6 +85,17 @@ def _open_binary(path: str) -> IO[bytes]:
     except OSError as exc:
         raise InputFileError(f"{path}: cannot open: {exc.strerror or exc}") from exc
     lower = path.lower()
+    if lower.endswith((".gz", ".zst", ".zstd")):
+        try:
+            st = os.fstat(raw.fileno())
+        except OSError:  # pragma: no cover
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+            # (gzip reads an empty file as no data, and so did the .zst reader: a failed
+            # download read as an empty input; gzip -t and zstd -t refuse it)
+            raw.close()
+            kind = "gzip" if lower.endswith(".gz") else "zstd"
+            raise InputFileError(f"{path}: the file is empty: not a {kind} stream (truncated?)")
     if lower.endswith(".gz"):
         raw.close()
         return gzip.open(path, "rb")  # type: ignore[return-value]
@@ -342,8 +354,11 @@ class CsvSource(Source):
                 except StopIteration:
                     break
                 except csv.Error as exc:
-                    yield start, RecordError(self.name, start, f"malformed CSV: {exc}")
-                    start = reader.line_num + 1
+                    recno, start = start, reader.line_num + 1
+                    # (only when asked for, as every other record: a re-read that passes
+                    # `wanted` took it for the record it wanted next)
+                    if wanted is None or (recno < len(wanted) and wanted[recno]):
+                        yield recno, RecordError(self.name, recno, f"malformed CSV: {exc}")
                     continue
                 recno, start = start, reader.line_num + 1
                 if wanted is not None and (recno >= len(wanted) or not wanted[recno]):
@@ -385,6 +400,9 @@ class ParquetSource(Source):
         except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError) for bad files
             raise InputFileError(f"{path}: not a readable Parquet file: {exc}") from exc
         self.columns = list(self._file.schema_arrow.names)
+        twice = sorted({c for c in self.columns if self.columns.count(c) > 1})
+        if twice:  # (a record kept the last column of the name: the other's data was lost)
+            raise InputFileError(f"{path}: the file names column {twice[0]!r} more than once")
 
     def read_buffer_bytes(self) -> int:
         # a batch of rows decoded by Arrow, and the same rows as Python objects (about twice
@@ -407,7 +425,10 @@ class ParquetSource(Source):
                     if not sl.any():
                         recno += n
                         continue
-                rows = batch.to_pylist()
+                try:
+                    rows = batch.to_pylist()
+                except (OverflowError, ValueError):  # a timestamp or date past year 9999 (or before 1)
+                    rows = _rows_by_value(batch)
                 for i, rec in enumerate(rows):
                     r = recno + 1 + i
                     if wanted is None or (r < len(wanted) and wanted[r]):
@@ -418,6 +439,76 @@ class ParquetSource(Source):
 
     def table(self):
         return self._file.read()
+
+
+def _rows_by_value(batch) -> list[dict]:
+    """The rows of `batch` as dicts, a column at a time, for a batch that Arrow cannot hand out
+    whole: a timestamp or date outside Python's years 1 to 9999 (Arrow's reach millions of
+    years) raised OverflowError for the whole batch, a crash (exit 1). Such a value is read as
+    its ISO 8601 text with a sign and the year in full (``+33658-09-27T01:46:40``): the record
+    is kept, the value carried through as text, and in the time field it is a time that cannot
+    be read (records.parse_time says it is out of the range of times)."""
+    names = batch.schema.names
+    cols = []
+    for col in batch.columns:
+        try:
+            cols.append(col.to_pylist())
+        except (OverflowError, ValueError):
+            cols.append([_py_value(x) for x in col])
+    return [dict(zip(names, vals)) for vals in zip(*cols)]
+
+
+def _py_value(scalar):
+    """One Arrow value as Python, with a time Python cannot hold as its text (_far_time)."""
+    import pyarrow as pa
+
+    try:
+        return scalar.as_py()
+    except (OverflowError, ValueError):
+        t = scalar.type
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            return _far_time(scalar)
+        if pa.types.is_struct(t):
+            return {t.field(i).name: _py_value(scalar[i]) for i in range(t.num_fields)}
+        if pa.types.is_map(t):
+            return [(_py_value(k), _py_value(v)) for k, v in zip(scalar.values.field(0), scalar.values.field(1))]
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            return [_py_value(x) for x in scalar.values]
+        raise
+
+
+def _far_time(scalar) -> str:
+    """A timestamp or date beyond Python's datetime as ISO 8601 text, its year signed and in
+    full (proleptic Gregorian, UTC for a timestamp with a time zone: "Z")."""
+    import pyarrow as pa
+
+    t = scalar.type
+    if pa.types.is_date(t):
+        days = scalar.cast(pa.int32()).as_py() if pa.types.is_date32(t) else scalar.cast(pa.int64()).as_py() // 86_400_000
+        return _civil(days)
+    per_s = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit]
+    v = scalar.cast(pa.int64()).as_py()
+    secs, frac = divmod(v, per_s)
+    days, sod = divmod(secs, 86400)
+    text = f"{_civil(days)}T{sod // 3600:02d}:{sod // 60 % 60:02d}:{sod % 60:02d}"
+    if frac:
+        text += "." + f"{frac:0{len(str(per_s)) - 1}d}".rstrip("0")
+    return text + ("Z" if t.tz is not None else "")
+
+
+def _civil(days: int) -> str:
+    """Days since 1970-01-01 as a signed ISO 8601 date (Howard Hinnant's civil_from_days)."""
+    z = days + 719468
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    y = yoe + era * 400
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + 3 if mp < 10 else mp - 9
+    y += m <= 2
+    return f"{'-' if y < 0 else '+'}{abs(y):04d}-{m:02d}-{d:02d}"
 
 
 class RecordsSource(Source):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import NamedTuple
 
 from neardup.io.errors import RecordError
@@ -57,6 +57,8 @@ TIME_MIN = (datetime(1, 1, 1) - _EPOCH).total_seconds()
 TIME_MAX = (datetime(9999, 12, 31, 23, 59, 59) - _EPOCH).total_seconds()
 #: Epoch seconds written as text: digits with an optional sign and fraction (not "1e9").
 _EPOCH_TEXT = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?")
+#: ISO 8601's expanded years: a sign, then four digits or more (+33658-09-27T01:46:40).
+_SIGNED_YEAR = re.compile(r"([+-])([0-9]{4,})-[0-9]{2}-[0-9]{2}")
 _cache: dict[str, float] = {}
 
 
@@ -93,6 +95,8 @@ def _parse_time(value) -> float:
         return t
     if isinstance(value, datetime):
         dt = value
+    elif isinstance(value, date):  # a date (a Parquet date32/date64 column): midnight UTC of that day
+        dt = datetime(value.year, value.month, value.day)
     elif isinstance(value, str):
         s = value.strip()
         if not s:
@@ -111,6 +115,11 @@ def _parse_time(value) -> float:
                 # epoch seconds as text (a CSV field, a quoted JSON number); after ISO 8601,
                 # which reads eight digits as a date (20261201)
                 return _parse_time(float(s))
+            if dt is None and (far := _SIGNED_YEAR.match(s)):
+                year = int(far.group(2))
+                if far.group(1) == "-" or not 1 <= year <= 9999:
+                    # (a Parquet timestamp or date past year 9999 is read as this text)
+                    raise ValueError(f"{_short(value)} is out of the range of times (years 1 to 9999)")
             if dt is None:
                 try:
                     # imported here: email.utils costs every command's start-up ~15 ms, and
@@ -193,7 +202,7 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         raise RecordError(path, recno, "missing id", field=fields.id)
     else:
         raise RecordError(path, recno, f"id must be a string or an integer, got {tid.__name__}", field=fields.id)
-    text = get(fields.text, _MISSING)
+    text = raw = get(fields.text, _MISSING)
     if isinstance(text, (bytes, bytearray)):
         text = _text_of_bytes(text, "text", fields.text, path, recno)
     if type(text) is not str:
@@ -243,4 +252,61 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
                 source = _text_of_bytes(src, "source", fields.source, path, recno)
             else:
                 source = str(src)
+    # Every other field, at any depth, names included: a lone surrogate in one (JSON's
+    # "\udc80" in the source, say) passed, and the writers failed on it after the whole run.
+    # Cheap for the usual record: str.isascii() is a flag read, and only non-ASCII strings are
+    # encoded (the text, already checked, is skipped by identity).
+    for v in rec.values():
+        tv = type(v)
+        if tv is str:
+            if v.isascii() or v is raw or is_valid_unicode(v):
+                continue
+        elif tv is int or tv is float or v is None or tv is bool:
+            continue
+        elif tv is list:  # (a list of ASCII strings, say tags, without a call)
+            for x in v:
+                if type(x) is not str or not x.isascii():
+                    break
+            else:
+                continue
+            if _valid_deep(v):
+                continue
+        elif _valid_deep(v):
+            continue
+        _raise_unencodable(rec, fields, path, recno)
+    try:
+        names_ascii = "".join(rec).isascii()
+    except TypeError:  # (a Python record may have a number as a field name)
+        names_ascii = False
+    if not names_ascii and not _valid_deep(list(rec)):
+        _raise_unencodable(rec, fields, path, recno)
     return Checked(rid, key, text, t, source, time_error)
+
+
+def _valid_deep(v) -> bool:
+    """No string in `v` (a string, or a list, tuple or dict of them at any depth, dict keys
+    included) holds a lone surrogate."""
+    stack = [v]  # (not recursive: JSON may nest 1,000 levels, past Python's recursion limit)
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        if isinstance(v, str):
+            if not v.isascii() and not is_valid_unicode(v):
+                return False
+        elif isinstance(v, dict):
+            push(v)
+            push(v.values())
+        elif isinstance(v, (list, tuple)):
+            push(v)
+    return True
+
+
+def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int):
+    """Raise the record's error for the first field (or field name) holding a lone surrogate."""
+    for k, v in rec.items():
+        if not _valid_deep(k):
+            raise RecordError(path, recno, "the field's name is not valid Unicode (lone surrogate)", field=k)
+        if not _valid_deep(v):
+            what = "source" if k == fields.source else "the value"
+            raise RecordError(path, recno, f"{what} is not valid Unicode (lone surrogate)", field=str(k))
+    raise AssertionError("no field holds a lone surrogate")  # pragma: no cover

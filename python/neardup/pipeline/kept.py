@@ -78,7 +78,7 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
     bar = progress(opts.progress, "write kept records", total=int(kept_mask.sum()))
     try:
         if opts.output_format == "parquet":
-            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar)
+            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id)
         else:
             with atomic_open(path, "wb") as f:
                 if all(isinstance(s, JsonlSource) for s in sources):
@@ -173,7 +173,7 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
                 bar.update(len(idx))
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar) -> None:
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar, id_field: str | None = None) -> None:
     """The kept records as Parquet: a column per field of any record (types that disagree
     between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
     Spark engine calls too."""
@@ -183,4 +183,4 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, 
         for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
             yield (json.loads(obj) if isinstance(obj, bytes) else obj), alts
 
-    write_kept(path, records())
+    write_kept(path, records(), id_field)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import date, time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -46,6 +47,8 @@ BLOCK = 8192
 def _json_text(v) -> str | None:
     if v is None or isinstance(v, str):
         return v
+    if isinstance(v, (date, time)):  # its ISO 8601 text, as in kept.jsonl (not '"2026-01-01 00:00:00"', quoted)
+        return v.isoformat()
     return json.dumps(v, ensure_ascii=False, separators=(",", ":"), default=json_default)
 
 
@@ -137,8 +140,9 @@ class ParquetRecords:
     """``write(rows)`` a block at a time, then ``close()``; the file is `path` (the caller makes
     it atomic). Parts, when the schema widens, are `path`.part<N>, removed by ``close``."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fix=None) -> None:
         self.path = path
+        self.fix = fix  # applied to each block's table before its schema is compared (write_kept)
         self.parts: list[tuple[str, pa.Schema]] = []
         self.schema: pa.Schema | None = None
         self._writer: pq.ParquetWriter | None = None
@@ -156,6 +160,8 @@ class ParquetRecords:
         if not rows:
             return
         table = table_of(rows)
+        if self.fix is not None:
+            table = self.fix(table)
         if self.schema is None:
             self._start(table.schema)
         elif table.schema != self.schema:
@@ -201,17 +207,36 @@ class ParquetRecords:
                     pass
 
 
-def write_kept(path: str, records) -> None:
+def _typed_alternates(id_field: str | None):
+    """A block's ``alternates`` column typed after its id column when no row of the block has
+    any (Arrow types a column of empty lists list<null>): list<int64> for integer ids, else
+    list<string>, so that a run without duplicates (a quiet day) writes the same schema as the
+    others."""
+    def fix(table: pa.Table) -> pa.Table:
+        if "alternates" not in table.column_names:
+            return table
+        i = table.column_names.index("alternates")
+        t = table.schema.field(i).type
+        if not (pa.types.is_list(t) and pa.types.is_null(t.value_type)):
+            return table
+        ids = table.schema.field(id_field).type if id_field in table.column_names else None
+        elem = pa.int64() if ids is not None and pa.types.is_integer(ids) else pa.string()
+        return table.set_column(i, "alternates", table.column(i).cast(pa.list_(elem)))
+    return fix
+
+
+def write_kept(path: str, records, id_field: str | None = None) -> None:
     """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
     over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
     (a dict, changed in place) gets ``"alternates"``, the ids as the input gave them (a list
     of int64 when they are integers, as the ``id`` column; of strings when any is not; a field
     of that name keeps its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
-    Spark engine both write kept.parquet here."""
+    Spark engine both write kept.parquet here. `id_field`: the records' id field, which types
+    the alternates of a block that has none (:func:`_typed_alternates`)."""
     from neardup.io.writers import atomic_path
 
     with atomic_path(path) as tmp:
-        out = ParquetRecords(tmp)
+        out = ParquetRecords(tmp, fix=_typed_alternates(id_field))
         try:
             rows: list[dict] = []
             for obj, alts in records:
