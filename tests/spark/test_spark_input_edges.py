@@ -143,3 +143,34 @@ def test_read_outputs_reads_the_kept_file_the_run_wrote(spark, tmp_path):
     dedup_spark(spark, [str(b)], tmp_path / "out")
     r = read_outputs(str(tmp_path / "out"))
     assert r.kept == ["u0", "u1", "u2"] and r.report["kept"] == 3
+
+
+def test_zoned_timestamps_of_a_parquet_input_keep_their_zone(spark, tmp_path):
+    """Spark hands every zoned timestamp in its session's zone (Etc/UTC here): the kept records of
+    a Parquet input had a New York time written as +00:00 in kept.jsonl and kept.parquet's
+    columns zoned Etc/UTC, where the local engine keeps the file's zone. Both now the same."""
+    import datetime as dt
+
+    from neardup.engines.spark import dedup_spark
+
+    n = 4
+    when = [dt.datetime(2024, 1, 1 + i, tzinfo=dt.timezone.utc) for i in range(n)]
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({
+        "id": [f"d{i}" for i in range(n)],
+        "text": [T + f" v{i}" if i < 2 else _unrelated(i) for i in range(n)],
+        "published_at": pa.array(when, pa.timestamp("us", tz="UTC")),
+        "seen": pa.array(when, pa.timestamp("ms", tz="America/New_York")),
+        "pos": pa.array(when, pa.timestamp("us", tz="Asia/Kolkata")),  # (renamed inside the run)
+        "naive": pa.array([w.replace(tzinfo=None) for w in when], pa.timestamp("us")),
+    }), src)
+    for fmt in ("jsonl", "parquet"):
+        neardup.dedup([str(src)], tmp_path / f"local-{fmt}", output_format=fmt)
+        dedup_spark(spark, [str(src)], tmp_path / f"spark-{fmt}", output_format=fmt)
+    local = (tmp_path / "local-jsonl" / "kept.jsonl").read_text()
+    spark_lines = "".join(p.read_text() for p in sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*")))
+    assert spark_lines == local and '"seen":"2023-12-31T19:00:00-05:00"' in local
+    a = pq.read_table(tmp_path / "local-parquet" / "kept.parquet")
+    b = pq.read_table(next((tmp_path / "spark-parquet" / "kept.parquet").glob("part-*.parquet")))
+    assert a.schema == b.schema and a.to_pylist() == b.to_pylist()
+    assert b.schema.field("seen").type.tz == "America/New_York" and b.schema.field("pos").type.tz == "Asia/Kolkata"

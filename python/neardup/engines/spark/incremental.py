@@ -76,7 +76,6 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
 def build_index(spark, inputs, index_dir: str, **kwargs) -> dict:
     """Store the band rows and texts of every valid document of ``inputs`` as a band index.
     Keyword arguments: those of ``neardup.dedup`` (fields, k, num_perm, threshold, bands/rows...)."""
-    from pyspark.sql import functions as F
 
     opts = _options(dict(kwargs))
     b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)

@@ -43,7 +43,7 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
     path = os.path.join(outdir, name)
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, drop, alts)
+        _write_kept_parquet(path, sources, drop, alts, opts.fields.id)
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
@@ -63,7 +63,7 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             # run's alternates under a name of their own: a record may have an "alternates" field
             rows = kept.join(renamed, "pos", "left").orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
             row_parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields),
-                                                          renames=s.renames), "value STRING"))
+                                                          renames=s.renames, tzs=s.tzs), "value STRING"))
     parts = jsonl_parts + row_parts
     df = parts[0]
     for p in parts[1:]:
@@ -83,7 +83,7 @@ def _ids_as_given(alts: list | None, ints: list | None) -> list:
     return [int(x) if i else x for x, i in zip(alts, ints)] if alts else []
 
 
-def _write_kept_parquet(path: str, sources, drop, alts) -> None:
+def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None) -> None:
     """``path``/part-00000.parquet: the kept records of every source, in input order, through
     the local engine's writer (module docstring). The directory is the Spark engine's layout
     for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
@@ -101,7 +101,8 @@ def _write_kept_parquet(path: str, sources, drop, alts) -> None:
             parts.append(_map(kept.select("value", _ALTS, _ALT_INT), _kept_lines_records, "rec BINARY"))
         else:
             rows = kept.orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            parts.append(_map(rows, functools.partial(_kept_rows_records, renames=s.renames), "rec BINARY"))
+            parts.append(_map(rows, functools.partial(_kept_rows_records, renames=s.renames, tzs=s.tzs),
+                              "rec BINARY"))
 
     def records():
         for p in parts:
@@ -114,7 +115,7 @@ def _write_kept_parquet(path: str, sources, drop, alts) -> None:
     elif os.path.exists(path):
         os.unlink(path)
     os.makedirs(path)
-    write_kept(os.path.join(path, "part-00000.parquet"), records())
+    write_kept(os.path.join(path, "part-00000.parquet"), records(), id_field)
     open(os.path.join(path, "_SUCCESS"), "wb").close()
 
 
@@ -131,32 +132,41 @@ def _kept_lines_records(t: pa.Table) -> pa.Table:
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
-def _record_rows(t: pa.Table, renames: dict[str, str] | None) -> list[dict]:
-    """The record dicts of kept rows (their fields under the records' own names)."""
+def _record_rows(t: pa.Table, renames: dict[str, str] | None, tzs: dict[str, str] | None = None) -> list[dict]:
+    """The record dicts of kept rows (their fields under the records' own names). `tzs`: the
+    time zone of each zoned timestamp column of the Parquet file (raw names): Spark hands every
+    zoned timestamp in its session's zone (Etc/UTC here), the local reader in the file's, and
+    the kept records keep the file's (a New York time written as -05:00, as locally)."""
     rest = t.drop_columns([_ALTS, _ALT_INT])
+    for c, tz in (tzs or {}).items():
+        if c in rest.column_names and pa.types.is_timestamp(rest.schema.field(c).type):
+            i = rest.column_names.index(c)
+            rest = rest.set_column(i, c, rest.column(c).cast(pa.timestamp(rest.schema.field(c).type.unit, tz=tz)))
     if renames:
         rest = rest.rename_columns([renames.get(c, c) for c in rest.column_names])
     return rest.to_pylist()
 
 
-def _kept_rows_records(t: pa.Table, renames: dict[str, str] | None = None) -> pa.Table:
+def _kept_rows_records(t: pa.Table, renames: dict[str, str] | None = None,
+                       tzs: dict[str, str] | None = None) -> pa.Table:
     """Kept Parquet/DataFrame rows → pickled (record dict, alternates), the dicts as Arrow's
     ``to_pylist`` makes them (as the local Parquet reader does)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
-    recs = _record_rows(t, renames)
+    recs = _record_rows(t, renames, tzs)
     out = [pickle.dumps((r, _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
            for r, a, n in zip(recs, alts, ints)]
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
-def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None) -> pa.Table:
+def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None,
+                     tzs: dict[str, str] | None = None) -> pa.Table:
     """Kept Parquet/DataFrame rows → kept.jsonl lines, as the local engine writes them
     (pipeline/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
     out = []
-    for r, a, n in zip(_record_rows(t, renames), alts, ints):
+    for r, a, n in zip(_record_rows(t, renames, tzs), alts, ints):
         as_text(r, texts)
         r["alternates"] = _ids_as_given(a, n)
         out.append(dumps(r))

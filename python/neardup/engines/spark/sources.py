@@ -36,6 +36,8 @@ class Source:
     cached: Any = None             # a DataFrame this source cached (unpersist after the run)
     renames: dict[str, str] | None = None  # raw's name -> the record's, for a record column named
                                            # as one of raw's own (``pos``, ``src``, ``recno``)
+    tzs: dict[str, str] | None = None      # raw's name -> the time zone of a zoned timestamp column
+                                           # of a local Parquet file (outputs._record_rows)
 
     def checker(self, fields: Fields, limits: Limits, names: list[str]) -> Callable[[pa.Table], pa.Table]:
         """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
@@ -92,10 +94,27 @@ def read_sources(spark, inputs) -> list[Source]:
             df = spark.read.parquet(_hadoop_path(path))
             cols, renames, sel = _record_columns(df)
             raw = df.select(F.lit(i).alias("src"), _parquet_recno(df).alias("recno"), *sel)
-            out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames))
+            out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames,
+                              tzs=_parquet_zones(path, dict(zip(df.columns, cols)))))
         else:
             raise InputFileError(f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}")  # pragma: no cover
     return out
+
+
+def _parquet_zones(path: str, raw_name: dict[str, str]) -> dict[str, str] | None:
+    """The time zone of each zoned top-level timestamp column of the local Parquet file `path`,
+    under raw's names (None for a URL: its files are not read here)."""
+    if "://" in path or not os.path.isfile(path):
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception:  # noqa: BLE001 - an unreadable file: Spark's read says so (exit 4)
+        return None
+    out = {raw_name[f.name]: f.type.tz for f in schema
+           if pa.types.is_timestamp(f.type) and f.type.tz and f.name in raw_name}
+    return out or None
 
 
 def _hadoop_path(path: str) -> str:
