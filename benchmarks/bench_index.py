@@ -300,25 +300,42 @@ asyncio.run(main())
 """
 
 
+class Floor:
+    """FLOOR_SERVER, running: ``window(rate, seconds)`` is the load generator against it (same
+    requests, same clock), the part of every reported latency that is the generator's, the
+    loopback's and the host's, not neardup's. ``--floor-beside`` runs one right before and right
+    after each of neardup's windows: the host's noise changes from minute to minute, and a
+    window's p99 is read beside the floor's of the same minutes."""
+
+    def __init__(self, docs_path: str, start: int) -> None:
+        self.docs_path, self.start = docs_path, start
+        self.port = free_port()
+        self.srv = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(self.port)], stdout=subprocess.PIPE,
+                                    text=True)
+        self.srv.stdout.readline()
+
+    def window(self, rate: float, duration: float, say: str = "load generator floor") -> dict:
+        cpu0 = (host_cpu(), 0)
+        row = run_loadgen(self.port, rate, duration, self.docs_path, self.start, "floor")
+        row["host_cpu"] = hc = cpu_shares(cpu0, (host_cpu(), 0))
+        print(f"  {say} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
+              f"max {row['max_ms']:.1f} ms; host CPU steal {hc['steal']:.1%}", flush=True)
+        for k in ("over_10ms_by_second", "slowest_at_s_ms"):
+            row.pop(k, None)
+        return row
+
+    def close(self) -> None:
+        self.srv.terminate()
+        self.srv.wait(30)
+
+
 def loadgen_floor(docs_path: str, rates: list[float], duration: float, start: int) -> list[dict]:
-    """The load generator against FLOOR_SERVER at each rate (same requests, same clock): the part
-    of every reported latency that is the generator's and the loopback's, not neardup's."""
-    port = free_port()
-    srv = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(port)], stdout=subprocess.PIPE, text=True)
+    """The load generator against FLOOR_SERVER at each rate (Floor)."""
+    fl = Floor(docs_path, start)
     try:
-        srv.stdout.readline()
-        out = []
-        for rate in rates:
-            cpu0 = (host_cpu(), 0)
-            row = run_loadgen(port, rate, duration, docs_path, start, "floor")
-            row["host_cpu"] = hc = cpu_shares(cpu0, (host_cpu(), 0))
-            print(f"  load generator floor {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
-                  f"max {row['max_ms']:.1f} ms; host CPU steal {hc['steal']:.1%}", flush=True)
-            out.append(row)
-        return out
+        return [fl.window(rate, duration) for rate in rates]
     finally:
-        srv.terminate()
-        srv.wait(30)
+        fl.close()
 
 
 def stage_deltas(before: dict, after: dict) -> dict:
@@ -365,8 +382,9 @@ def cpu_shares(before: tuple[dict, float], after: tuple[dict, float]) -> dict[st
 
 
 def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int,
-              serve_args: tuple[str, ...] = (), warm=None) -> list[dict]:
+              serve_args: tuple[str, ...] = (), warm=None, floor: tuple[Floor, float] | None = None) -> list[dict]:
     """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max).
+    `floor`: (a running Floor, seconds): a floor window right before and right after each rate's.
     `warm`: called before each rate's window (warm_texts): this machine's kernel pages out
     file pages that are not mapped and were left unread for about a minute (a DAMON `pageout`
     scheme: 12 aggregation intervals of 5 s), so texts read once before a mode's four windows
@@ -400,6 +418,7 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
         for rate in rates:
             if warm is not None:
                 warm()
+            before_floor = floor[0].window(rate, floor[1], "floor before") if floor else None
             before = shape()
             cpu0 = (host_cpu(), procs_cpu(pids))
             row = run_loadgen(port, rate, duration, docs_path, start, f"{os.getpid()}x{int(time.time())}")
@@ -430,6 +449,8 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
                   + ", ".join(f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in stages.items() if v["count"])
                   + "; WAL fsyncs over 50 / 100 ms: "
                   + (f"{fs['over_ms']['50']} / {fs['over_ms']['100']}" if fs else "-"), flush=True)
+            if floor:
+                row["floor_before_after"] = [before_floor, floor[0].window(rate, floor[1], "floor after")]
             res.append(row)
             if row["p99_ms"] > 200:
                 break
@@ -466,6 +487,9 @@ def main() -> None:
                          "server whose cache holds its texts), its last quarter (recent: runs 5-11; a near copy's "
                          "older cluster-mates are then read from the disk), or nothing (none)")
     ap.add_argument("--cold-texts", action="store_true", help="the same as --warm none")
+    ap.add_argument("--floor-beside", type=float, default=0, metavar="SECONDS",
+                    help="a window of the load generator against a server that answers at once, this long, "
+                         "right before and after each load window (the host's noise of those minutes)")
     ap.add_argument("--day-only", action="store_true",
                     help="with --keep: time the day's add again on a fresh copy of the kept 1M snapshot "
                          "(OUT/ix-before-day), then stop")
@@ -544,10 +568,12 @@ def main() -> None:
         modes = [(sync, w) for sync in a.sync.split(",") for w in a.writers.split(",")]
         start = _next_start(a.out, a.day, int(sum(rates) * a.duration) * len(modes))
         res["loadgen_floor"] = loadgen_floor(day, rates, a.duration, start)
+        fl = Floor(day, start) if a.floor_beside > 0 else None
         for sync, w in modes:
             how = "none" if a.cold_texts else a.warm
             warm = None if how == "none" else (lambda: warm_texts(d, 1.0 if how == "all" else 1.5 * a.day / (a.archive + a.day)))
-            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w), warm=warm)
+            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w), warm=warm,
+                           floor=(fl, a.floor_beside) if fl else None)
             start += int(sum(rates) * a.duration)
             key = sync if w == "process" else f"{sync}/{w}"
             # a mode given twice (--sync full,full: repeats) keeps every run: 'full', 'full#2', ...
@@ -555,6 +581,8 @@ def main() -> None:
             res["load"][key] = lt
             held = [x["rate"] for x in lt if x["p99_ms"] <= 50 and x["errors"] == 0]
             res["highest_rate_p99_le_50ms"][key] = max(held) if held else None
+        if fl is not None:
+            fl.close()
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(res, f, indent=2)
     print(f"wrote {os.path.join(a.out, 'results.json')}")
