@@ -30,12 +30,9 @@ def _docs(n: int, tag: str = "d", t0: float | None = None) -> list[dict]:
 
 
 @pytest.fixture
-def recent(tmp_path):
+def recent(make_index):
     """An index of 5 articles published over the last 5 days."""
-    d = tmp_path / "ix"
-    with Index.create(d) as ix:
-        ix.add(_docs(5))
-    return d
+    return make_index(_docs(5))
 
 
 @pytest.mark.parametrize("older_than, removed", [

@@ -22,11 +22,8 @@ def _docs(n: int, tag: str = "d") -> list[dict]:
 
 
 @pytest.fixture
-def ix_dir(tmp_path):
-    d = tmp_path / "ix"
-    with Index.create(d) as ix:
-        ix.add(_docs(20))
-    return d
+def ix_dir(make_index):
+    return make_index(_docs(20))
 
 
 def _remove_during_first_read(monkeypatch, d, victim: str) -> list[int]:
