@@ -240,3 +240,15 @@ def test_existing_ids_after_close_is_closed(recent):
     ix.close()
     with pytest.raises(IndexClosedError):
         ix.existing_ids(["d1"])
+
+
+def test_numpy_values_in_records_and_a_tuple_of_texts(tmp_path):
+    """numpy.str_ ids were refused ("got str_"), np.int64 and np.datetime64 times unreadable
+    (np.float64 was read), a tuple of texts taken for file paths."""
+    with Index.create(tmp_path / "ix") as ix:
+        v = ix.add([{"id": np.str_("a"), "text": "a story told for the numpy test today", "published_at": np.int64(1_700_000_000)},
+                    {"id": "b", "text": "another story, of its own, for the same test", "published_at": np.datetime64("2024-01-01T00:00")}])
+        assert not v.unreadable_times and ix.get_document("a")["published_at"] == 1_700_000_000.0
+        assert ix.get_document("b")["published_at"] == datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
+        got = ix.query(("a story told for the numpy test today", "nothing like it at all here"))
+        assert [x.status for x in got] == ["duplicate", "new"]

@@ -1,14 +1,15 @@
 """PNG plots (matplotlib, an optional dependency: ``pip install 'neardup[plot]'``)."""
 from __future__ import annotations
 
-import numpy as np
-
 import os
+
+import numpy as np
 
 from neardup.errors import InvalidParameterError, NeardupError
 from neardup.io.errors import OutputError
 
 __all__ = ["histogram", "curve_png", "png_path"]
+
 
 def _formats() -> list[str]:
     """The extensions matplotlib can write (its savefig formats, which vary by version)."""

@@ -699,7 +699,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
         if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
             inputs = [{"id": "query", "text": inputs}]
-        elif isinstance(inputs, list) and inputs and all(isinstance(t, str) for t in inputs) and not all(
+        elif isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, str) for t in inputs) and not all(
                 os.path.exists(t) for t in inputs):
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         # the ids of a query name nothing in the index: one the index holds ("query", a text

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
@@ -93,6 +94,10 @@ def _parse_time(value) -> float:
         if not TIME_MIN <= t <= TIME_MAX:  # as a string of such a time is (years 1 to 9999)
             raise ValueError(f"{_short(value)} is out of the range of times (years 1 to 9999)")
         return t
+    if isinstance(value, numbers.Real):  # a NumPy integer (np.float64 is a float, above)
+        return _parse_time(float(value))
+    if type(value).__name__ == "datetime64":  # NumPy's: its instant as ISO text (naive: UTC)
+        return _parse_time(str(value.astype("datetime64[us]")))
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, date):  # a date (a Parquet date32/date64 column): midnight UTC of that day
@@ -190,6 +195,8 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
     if isinstance(rid, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text
         rid = _text_of_bytes(rid, "id", fields.id, path, recno)
     tid = type(rid)
+    if tid is not str and isinstance(rid, str):  # a str subclass (numpy.str_): its text
+        rid, tid = str(rid), str
     if tid is str:
         key = rid
         if not key or key.isspace():
