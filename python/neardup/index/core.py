@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import neardup
+from neardup._ints import count
 from neardup.errors import InvalidParameterError
 from neardup.index import store
 from neardup.index.errors import (
@@ -779,12 +780,10 @@ def _fields_of(fields) -> Fields | None:
 
 
 def _check_threads(threads) -> None:
-    """threads: None (every core) or an integer in 1..1024, said at open (a float or a string was
-    taken, and the first add failed on it with a TypeError)."""
-    if threads is None:
-        return
-    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or not 1 <= threads <= 1024:
-        raise InvalidParameterError(f"threads must be an integer in 1..1024 or None, got {threads!r}")
+    """threads: None (every core) or an integer in 1..1024 (the core's most), said at open (a
+    float or a string was taken, and the first add failed on it with a TypeError)."""
+    if threads is not None:
+        count("threads", threads, 1, 1024)
 
 
 def _plain(v):

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from neardup.index.errors import DocumentNotFoundError
+from neardup._ints import count
 from neardup.errors import InvalidParameterError
 from neardup.index import counters, store
 from neardup.pipeline.keepers import pick_keepers, source_ranks
@@ -139,9 +140,7 @@ class Reading:
                 "merged_into": None, "members": members}
 
     def recent_clusters(self, limit: int = 20, min_size: int = 2) -> list[dict]:
-        for name, v in (("limit", limit), ("min_size", min_size)):
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= v < 2**63:
-                raise InvalidParameterError(f"{name} must be an integer >= 0, got {v!r:.40}")
+        limit, min_size = count("limit", limit, 0, 2**63 - 1), count("min_size", min_size, 0, 2**63 - 1)
         conn = self._conn()
         rows = conn.execute("SELECT c.cluster, c.size, c.updated_at, d.id, d.id_int, d.source, d.published_at "
                             "FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= ? "

@@ -19,6 +19,7 @@ import numpy as np
 
 import neardup
 from neardup.errors import InvalidParameterError
+from neardup.io.records import parse_time
 from neardup.index.errors import DocumentNotFoundError, ScrubIncompleteError
 from neardup.index.segment import Postings, write_segment
 from neardup.index import counters
@@ -60,10 +61,8 @@ def older_than_seconds(v: Any) -> float | None:
         if not math.isfinite(t):
             raise InvalidParameterError(f"older_than must be a finite number of seconds, got {v!r}")
         return t
-    if isinstance(v, datetime):
-        return (v if v.tzinfo is not None else v.replace(tzinfo=timezone.utc)).timestamp()
-    if isinstance(v, date):
-        return datetime(v.year, v.month, v.day, tzinfo=timezone.utc).timestamp()
+    if isinstance(v, date):  # a datetime (naive: UTC) or a date (its midnight), as records' times are read
+        return parse_time(v)
     if isinstance(v, str):
         try:
             return parse_age(v, what="older_than")
