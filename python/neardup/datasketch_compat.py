@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from neardup._ints import count
 from neardup.errors import InvalidInputError, InvalidParameterError
 
 __all__ = ["to_lean_bytes", "from_lean_bytes"]
@@ -33,8 +34,11 @@ def to_lean_bytes(signature: Any, seed: int, byteorder: str = "@") -> bytes:
     sig = np.asarray(signature)
     if sig.ndim != 1 or sig.dtype != np.uint32 or sig.size == 0:
         raise InvalidParameterError("signature must be a non-empty 1-D uint32 array")
+    # datasketch draws its parameters with numpy's RandomState(seed): [0, 2**32) (1.5 was
+    # written as 1, -1 as a seed datasketch cannot build, 2**63 a struct.error)
+    seed = count("seed", seed, 0, 2**32 - 1)
     fmt = f"{byteorder}qiB{sig.size}I"
-    return struct.pack(fmt, int(seed), -sig.size, _AFFINE32, *sig.tolist())
+    return struct.pack(fmt, seed, -sig.size, _AFFINE32, *sig.tolist())
 
 
 def from_lean_bytes(buf: bytes | bytearray | memoryview, byteorder: str = "@") -> tuple[int, np.ndarray]:

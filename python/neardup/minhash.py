@@ -86,6 +86,8 @@ class MinHash:
     def from_params(cls, a: Any, b: Any, shingler: Shingler | None = None) -> MinHash:
         """Multiply-shift with explicit parameters: ``a`` (odd) and ``b``, uint64 arrays."""
         a, b = u64_array("a", a), u64_array("b", b)  # (1.5 was taken as 1, -1 an OverflowError)
+        if len(a) == 0:  # (the core said "num_perm ... got 0", a name the caller never gave)
+            raise InvalidParameterError("a and b must hold at least one parameter each (one per permutation), got none")
         self = cls.__new__(cls)
         self._shingler = _check_shingler(shingler)
         self._inner = _core.MinHasher.multiply_shift_from_params(a, b)
@@ -232,15 +234,17 @@ def estimate_jaccard(sig1: Any, sig2: Any) -> float | np.ndarray:
     a, b = np.asarray(sig1), np.asarray(sig2)
     if a.shape != b.shape:
         raise InvalidParameterError(f"signature shapes differ: {a.shape} vs {b.shape}")
+    if a.ndim in (1, 2):
+        # as signatures: 32-bit slots (a wider or float array was cast, and agreed where it did
+        # not; 1-D, floats and strings were compared as they were)
+        for x in (a, b):
+            if x.size and (x.dtype.kind not in "iu" or x.min() < 0 or x.max() > np.iinfo(np.uint32).max):
+                raise InvalidParameterError(f"signatures must hold uint32 values, got {x.dtype}")
     if a.ndim == 1:
         if a.size == 0:
             raise InvalidParameterError("signatures are empty")
         return float(np.count_nonzero(a == b)) / a.size
     if a.ndim == 2:
-        # as signatures: 32-bit slots (a wider or float array was cast, and agreed where it did not)
-        for x in (a, b):
-            if x.size and (x.dtype.kind not in "iu" or x.min() < 0 or x.max() > np.iinfo(np.uint32).max):
-                raise InvalidParameterError(f"2-D signatures must hold uint32 values, got {x.dtype}")
         if a.shape[1] == 0:
             raise InvalidParameterError("signatures are empty")
         return _core.estimate_jaccard_rows(

@@ -78,8 +78,8 @@ class Shingler:
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
             raise InvalidParameterError(f"k must be an int, got {type(k).__name__}")
-        if not 1 <= k < 2**32:  # (2**70 was an OverflowError)
-            raise InvalidParameterError(f"k must be in [1, 2**32), got {k}")
+        if not 1 <= k <= 65536:  # the core's limit (2**70 was an OverflowError)
+            raise InvalidParameterError(f"k must be in [1, 65536], got {k}")
         if unit not in _UNITS:
             raise InvalidParameterError(f"unknown unit {unit!r}: expected one of {_UNITS}")
         if unit == "char" and stopwords is not None:  # (they became single letters, then ignored)

@@ -11,6 +11,10 @@ pub enum Error {
     /// An input item cannot be used; `index` names it within a batch.
     #[error("{message}")]
     InvalidInput { index: Option<usize>, message: String },
+    /// An allocation the input asked for was refused (Python: MemoryError), where an abort of
+    /// the whole process would otherwise follow.
+    #[error("{0}")]
+    OutOfMemory(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -22,11 +22,15 @@ fn integrate(f: &dyn Fn(f64) -> f64, a: f64, b: f64) -> f64 {
         let (lm, flm, left) = simpson(f, a, fa, m, fm);
         let (rm, frm, right) = simpson(f, m, fm, b, fb);
         let delta = left + right - whole;
-        if depth == 0 || delta.abs() <= 15.0 * eps {
+        // (a NaN delta passes no comparison: without its own test a NaN curve recursed 2^50 times)
+        if depth == 0 || delta.is_nan() || delta.abs() <= 15.0 * eps {
             return left + right + delta / 15.0;
         }
         rec(f, a, fa, m, fm, lm, flm, left, eps / 2.0, depth - 1)
             + rec(f, m, fm, b, fb, rm, frm, right, eps / 2.0, depth - 1)
+    }
+    if !(a.is_finite() && b.is_finite()) {
+        return f64::NAN; // (an infinite interval halves for ever: no area to give)
     }
     if b <= a {
         return 0.0;
@@ -53,9 +57,13 @@ fn check_threshold(threshold: f64) -> crate::Result<()> {
     Ok(())
 }
 
+/// The largest signature the optimisers search (as the MinHash schemes' own limit): their
+/// search grows as num_perm * ln(num_perm), and a billion never returned.
+pub const MAX_NUM_PERM: u32 = 1 << 16;
+
 fn check_num_perm(num_perm: u32) -> crate::Result<()> {
-    if num_perm == 0 {
-        return param("num_perm must be at least 1, got 0");
+    if num_perm == 0 || num_perm > MAX_NUM_PERM {
+        return param(format!("num_perm must be in 1..={MAX_NUM_PERM}, got {num_perm}"));
     }
     Ok(())
 }
@@ -145,7 +153,9 @@ pub fn band_keys(sig: &[u32], b: usize, r: usize, out: &mut [u64]) {
 
 /// Check (b, r) against a signature length.
 pub fn check_bands(num_perm: usize, b: usize, r: usize) -> crate::Result<()> {
-    if b == 0 || r == 0 || b * r > num_perm {
+    // (checked: b * r wrapped past usize to a small number and passed, then the key matrix's
+    // allocation aborted the process)
+    if b == 0 || r == 0 || b.checked_mul(r).is_none_or(|br| br > num_perm) {
         return param(format!(
             "bands ({b}) x rows ({r}) must be positive and at most num_perm ({num_perm})"
         ));
@@ -228,6 +238,26 @@ pub fn candidate_pairs_capped(keys: &[u64], n: usize, b: usize, max_bucket: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bands_times_rows_past_usize_refused() {
+        // 2^32 x 2^32 wrapped to 0 and passed; the key matrix's allocation then aborted
+        assert!(check_bands(128, 1 << 32, 1 << 32).is_err());
+        assert!(check_bands(128, usize::MAX, 2).is_err());
+        assert!(check_bands(128, 16, 8).is_ok());
+        assert!(check_bands(128, 16, 9).is_err());
+    }
+
+    #[test]
+    fn areas_end_on_nan_and_infinity() {
+        // these recursed 2^50 times (never returned)
+        assert!(false_positive_area(f64::NAN, 4, 4).is_nan());
+        assert!(false_positive_area(f64::INFINITY, 4, 4).is_nan());
+        assert!(false_negative_area(f64::NEG_INFINITY, 4, 4).is_nan());
+        assert!((false_positive_area(0.5, 4, 4) - false_positive_area(0.5, 4, 4)).abs() == 0.0);
+        assert!(params_for_recall(0.5, 1_000_000_000, 0.9).is_err());
+        assert!(optimal_params(0.5, MAX_NUM_PERM + 1, 0.5, 0.5).is_err());
+    }
 
     #[test]
     fn guide_curve_rows() {

@@ -42,11 +42,28 @@ fn io_pool() -> std::sync::Arc<rayon::ThreadPool> {
 }
 
 fn read_all(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -> Result<Vec<String>, TextError> {
+    // A text said to end past the file's end is truncated, said before its buffer is allocated:
+    // a damaged length (up to 4 GiB) allocated in full first, and a refused allocation ended
+    // the process. (The log only grows while it is read; a shorter file is a cut one.)
+    if offsets.is_empty() {
+        return Ok(Vec::new());
+    }
+    let file_len = match file.metadata() {
+        Ok(m) => m.len(),
+        Err(e) => return Err(TextError::Io(0, e.to_string())),
+    };
     let out: Vec<Result<String, TextError>> = (0..offsets.len())
         .into_par_iter()
         .with_min_len(8)
         .map(|i| {
-            let mut buf = vec![0u8; lengths[i] as usize];
+            if offsets[i].checked_add(lengths[i] as u64).is_none_or(|end| end > file_len) {
+                return Err(TextError::Truncated(i));
+            }
+            let mut buf: Vec<u8> = Vec::new();
+            if buf.try_reserve_exact(lengths[i] as usize).is_err() {
+                return Err(TextError::Io(i, format!("no memory for a text of {} bytes", lengths[i])));
+            }
+            buf.resize(lengths[i] as usize, 0);
             let mut got = 0usize;
             while got < buf.len() {
                 match file.read_at(&mut buf[got..], offsets[i] + got as u64) {
@@ -120,6 +137,15 @@ mod tests {
         let mut long = lens.clone();
         long[3] += 5;
         assert_eq!(read_texts(&f, &offs, &long, &crcs), Err(TextError::Truncated(3)));
+        // a damaged length of ~4 GiB or an offset near 2^64: truncated, said without allocating
+        // the buffer first (an allocation refused ended the process)
+        let mut huge = lens.clone();
+        huge[1] = u32::MAX;
+        assert_eq!(read_texts(&f, &offs, &huge, &crcs), Err(TextError::Truncated(1)));
+        let mut far = offs.clone();
+        far[0] = u64::MAX - 2;
+        assert_eq!(read_texts(&f, &far, &lens, &crcs), Err(TextError::Truncated(0)));
+        assert_eq!(read_texts(&f, &[], &[], &[]), Ok(vec![]));
         std::fs::remove_file(&path).unwrap();
     }
 

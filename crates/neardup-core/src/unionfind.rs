@@ -73,21 +73,36 @@ impl UnionFind {
 
     /// Label of every node: the smallest node index in its set.
     pub fn labels(&mut self) -> Vec<u32> {
+        self.try_labels().expect("memory for the labels")
+    }
+
+    /// As `labels`, but a refused allocation is an error, not an abort.
+    pub fn try_labels(&mut self) -> Result<Vec<u32>, std::collections::TryReserveError> {
         let n = self.parent.len();
-        let mut smallest = vec![u32::MAX; n];
+        let mut smallest: Vec<u32> = Vec::new();
+        smallest.try_reserve_exact(n)?;
+        smallest.resize(n, u32::MAX);
+        let mut out: Vec<u32> = Vec::new();
+        out.try_reserve_exact(n)?;
         for x in 0..n as u32 {
             let r = self.find(x) as usize;
             if smallest[r] == u32::MAX {
                 smallest[r] = x; // x ascends, so the first seen is the smallest
             }
         }
-        (0..n as u32).map(|x| smallest[self.find(x) as usize]).collect()
+        out.extend((0..n as u32).map(|x| smallest[self.find(x) as usize]));
+        Ok(out)
     }
 }
 
 /// Connected components of `n` nodes under `pairs`; errors name the first bad pair.
 pub fn connected_components(n: usize, pairs: &[(u32, u32)]) -> crate::Result<Vec<u32>> {
-    let mut uf = UnionFind::new(n);
+    if n > u32::MAX as usize {
+        return crate::error::param(format!("n must be below 2^32, got {n}"));
+    }
+    // (fallible: a size the allocator refuses is an error, not an abort of the process)
+    let no_memory = |_| crate::Error::OutOfMemory(format!("no memory for the components of {n} nodes (16 bytes each)"));
+    let mut uf = UnionFind::try_new(n).map_err(no_memory)?;
     for (i, &(a, b)) in pairs.iter().enumerate() {
         if a as usize >= n || b as usize >= n {
             return Err(crate::Error::InvalidInput {
@@ -97,7 +112,7 @@ pub fn connected_components(n: usize, pairs: &[(u32, u32)]) -> crate::Result<Vec
         }
         uf.union(a, b);
     }
-    Ok(uf.labels())
+    uf.try_labels().map_err(no_memory)
 }
 
 /// Which of `pairs`, taken in order, join two components (true) rather than fall inside one:
@@ -124,6 +139,17 @@ pub fn spanning_forest(n: usize, pairs: &[(u32, u32)], fixed: usize) -> crate::R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn components_of_too_many_nodes_are_errors() {
+        // (n = 2^32 - 1 asked for 64 GiB at once: refused by a small address space, it
+        // aborted; here only the range is tested, the allocation failure needs a limit)
+        assert!(matches!(connected_components(1 << 32, &[]), Err(crate::Error::InvalidParameter(_))));
+        assert_eq!(connected_components(4, &[(3, 1)]).unwrap(), vec![0, 1, 2, 1]);
+        let mut uf = UnionFind::new(3);
+        uf.union(2, 0);
+        assert_eq!(uf.try_labels().unwrap(), uf.labels());
+    }
 
     #[test]
     fn forest() {

@@ -40,8 +40,9 @@ fn _allpairs_verify<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     pairs: PyReadonlyArray2<'py, u32>,
     measure: &str,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    let threads = crate::convert::threads(py, threads)?;
     let measure = measure_of(measure)?;
     let shape = pairs.shape().to_vec();
     if shape.len() != 2 || (shape[1] != 2 && shape[0] != 0) {
@@ -65,8 +66,9 @@ fn _allpairs_self_join<'py>(
     data: PyReadonlyArray1<'py, u64>,
     offsets: PyReadonlyArray1<'py, i64>,
     threshold: f64,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<f64>>)> {
+    let threads = crate::convert::threads(py, threads)?;
     let data = data.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let offs = offsets_usize(offsets.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?)?;
     let sets = Csr::new(data, &offs).map_err(PyValueError::new_err)?;
@@ -91,8 +93,9 @@ fn _allpairs_hamming<'py>(
     py: Python<'py>,
     fps: PyReadonlyArray1<'py, u64>,
     max_distance: u32,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u32>>)> {
+    let threads = crate::convert::threads(py, threads)?;
     let fps = fps.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let found = detached_catching(py, || in_pool(threads, || allpairs::hamming_candidates(fps, max_distance)))??
         .map_err(PyValueError::new_err)?;
@@ -122,9 +125,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 fn _exact_keys<'py>(
     py: Python<'py>,
     texts: &Bound<'py, PyAny>,
-    threads: Option<usize>,
+    threads: Option<&Bound<'_, PyAny>>,
     unit: &str,
 ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    let threads = crate::convert::threads(py, threads)?;
     let unit = neardup_core::tokenize::Unit::parse(unit).map_err(|e| crate::errors::to_py(py, e))?;
     let owned = crate::convert::Texts::extract(texts)?; // borrowed UTF-8, no copy
     let strs = owned.strs()?;

@@ -80,14 +80,34 @@ pub fn utf8<'a>(s: &'a Bound<'_, PyString>, index: Option<usize>) -> PyResult<&'
 }
 
 /// `threads=None` means all cores; anything else must be a positive count.
-pub fn threads(py: Python<'_>, threads: Option<i64>) -> PyResult<Option<usize>> {
-    match threads {
-        None => Ok(None),
+pub fn threads(py: Python<'_>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    // (any Python object: the rule of the API's other integers, one error class for every bad
+    // value; an i64 parameter raised OverflowError, TypeError or took True as 1)
+    let Some(x) = threads.filter(|x| !x.is_none()) else { return Ok(None) };
+    match int_arg(py, x, "threads")? {
         Some(t) if t >= 1 && t as usize <= neardup_core::batch::MAX_THREADS => Ok(Some(t as usize)),
-        Some(t) => Err(param_err(
+        _ => Err(param_err(
             py,
-            format!("threads must be an integer in 1..={} or None, got {t}", neardup_core::batch::MAX_THREADS),
+            format!("threads must be an integer in 1..={} or None, got {x}", neardup_core::batch::MAX_THREADS),
         )),
+    }
+}
+
+/// An integer argument: Some(value) in i64, None for an integer beyond i64 (the caller's range
+/// check refuses it), InvalidParameterError for a bool (numpy's too) or a non-integer.
+pub fn int_arg(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<i64>> {
+    let is_bool = x.is_instance_of::<pyo3::types::PyBool>()
+        || x.get_type().name().map(|n| n.to_string() == "bool_" || n.to_string() == "bool").unwrap_or(false);
+    if is_bool {
+        return Err(param_err(py, format!("{what} must be an integer, got a bool")));
+    }
+    match x.extract::<i64>() {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => Ok(None),
+        Err(_) => {
+            let t = x.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+            Err(param_err(py, format!("{what} must be an integer, got {t}")))
+        }
     }
 }
 

@@ -28,6 +28,7 @@ pub fn to_py(py: Python<'_>, err: Error) -> PyErr {
     match err {
         Error::InvalidParameter(m) => raise(py, "InvalidParameterError", m, None),
         Error::InvalidInput { index, message } => raise(py, "InvalidInputError", message, index),
+        Error::OutOfMemory(m) => pyo3::exceptions::PyMemoryError::new_err(m),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Module-level functions: SimHash, exact measures, LSH arithmetic, graphs.
 
-use crate::convert::{one, utf8, Texts};
+use crate::convert::{int_arg, one, utf8, Texts};
 use crate::errors::{detached, param_err, raise, to_py};
 use crate::shingler::PyShingler;
 use neardup_core::{batch, lsh, measures, simhash, unionfind};
@@ -71,7 +71,7 @@ pub fn simhash_fingerprints<'py>(
     py: Python<'py>,
     shingler: &PyShingler,
     texts: &Bound<'py, PyAny>,
-    threads: Option<i64>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let owned = Texts::extract(texts)?;
     let strs = owned.strs()?;
@@ -89,7 +89,7 @@ pub fn simhash_fingerprints_arrow<'py>(
     shingler: &PyShingler,
     offsets: PyReadonlyArray1<'py, i64>,
     data: PyReadonlyArray1<'py, u8>,
-    threads: Option<i64>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let strs = crate::convert::arrow_texts(py, &offsets, &data)?;
     let t = crate::convert::threads(py, threads)?;
@@ -120,17 +120,31 @@ pub fn optimal_params(py: Python<'_>, threshold: f64, num_perm: u32, fp_weight: 
 
 #[pyfunction]
 pub fn params_for_recall(py: Python<'_>, threshold: f64, num_perm: u32, recall: f64) -> PyResult<(u32, u32)> {
-    lsh::params_for_recall(threshold, num_perm, recall).map_err(|e| to_py(py, e))
+    detached(py, || lsh::params_for_recall(threshold, num_perm, recall))
+}
+
+/// The areas' arguments: a threshold in [0, 1] and positive b and r (the integrator gives no
+/// meaning to others; NaN and infinities hung it before it stopped on them).
+fn area_args(py: Python<'_>, threshold: f64, b: u32, r: u32) -> PyResult<()> {
+    if !(0.0..=1.0).contains(&threshold) {
+        return Err(param_err(py, format!("threshold must be in [0, 1], got {threshold}")));
+    }
+    if b == 0 || r == 0 {
+        return Err(param_err(py, format!("bands ({b}) and rows ({r}) must be positive")));
+    }
+    Ok(())
 }
 
 #[pyfunction]
-pub fn false_positive_area(threshold: f64, b: u32, r: u32) -> f64 {
-    lsh::false_positive_area(threshold, b, r)
+pub fn false_positive_area(py: Python<'_>, threshold: f64, b: u32, r: u32) -> PyResult<f64> {
+    area_args(py, threshold, b, r)?;
+    Ok(lsh::false_positive_area(threshold, b, r))
 }
 
 #[pyfunction]
-pub fn false_negative_area(threshold: f64, b: u32, r: u32) -> f64 {
-    lsh::false_negative_area(threshold, b, r)
+pub fn false_negative_area(py: Python<'_>, threshold: f64, b: u32, r: u32) -> PyResult<f64> {
+    area_args(py, threshold, b, r)?;
+    Ok(lsh::false_negative_area(threshold, b, r))
 }
 
 #[pyfunction]
@@ -140,7 +154,7 @@ pub fn band_keys<'py>(
     signatures: PyReadonlyArray2<'py, u32>,
     b: usize,
     r: usize,
-    threads: Option<i64>,
+    threads: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray2<u64>>> {
     let arr = signatures.as_array();
     let (n, k) = (arr.shape()[0], arr.shape()[1]);
@@ -223,22 +237,6 @@ impl PyUnionFind {
 }
 
 /// `x` as an i64 (None: an int past 64 bits); a bool or a non-integer is InvalidParameterError.
-fn int_arg(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<i64>> {
-    let is_bool = x.is_instance_of::<pyo3::types::PyBool>()
-        || x.get_type().name().map(|n| n.to_string() == "bool_" || n.to_string() == "bool").unwrap_or(false);
-    if is_bool {
-        return Err(param_err(py, format!("{what} must be an integer, got a bool")));
-    }
-    match x.extract::<i64>() {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) => Ok(None),
-        Err(_) => {
-            let t = x.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
-            Err(param_err(py, format!("{what} must be an integer, got {t}")))
-        }
-    }
-}
-
 fn no_memory(n: usize) -> PyErr {
     pyo3::exceptions::PyMemoryError::new_err(format!("no memory for a union-find of {n} nodes (8 bytes each)"))
 }

@@ -41,7 +41,7 @@ impl PyMinHasher {
         py: Python<'py>,
         shingler: &PyShingler,
         strs: &[S],
-        threads: Option<i64>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
         let t = crate::convert::threads(py, threads)?;
         let n = strs.len();
@@ -123,7 +123,7 @@ impl PyMinHasher {
         py: Python<'py>,
         shingler: &PyShingler,
         texts: &Bound<'py, PyAny>,
-        threads: Option<i64>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray2<u32>>> {
         let owned = Texts::extract(texts)?;
         let strs = owned.strs()?;
@@ -141,7 +141,7 @@ impl PyMinHasher {
         py: Python<'py>,
         shingler: &PyShingler,
         texts: &Bound<'py, PyAny>,
-        threads: Option<i64>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
         let owned = Texts::extract(texts)?;
         self.keyed(py, shingler, &owned.strs()?, threads)
@@ -155,7 +155,7 @@ impl PyMinHasher {
         shingler: &PyShingler,
         offsets: PyReadonlyArray1<'py, i64>,
         data: PyReadonlyArray1<'py, u8>,
-        threads: Option<i64>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray2<u32>>> {
         let strs = arrow_texts(py, &offsets, &data)?;
         let t = crate::convert::threads(py, threads)?;
@@ -173,7 +173,7 @@ impl PyMinHasher {
         shingler: &PyShingler,
         offsets: PyReadonlyArray1<'py, i64>,
         data: PyReadonlyArray1<'py, u8>,
-        threads: Option<i64>,
+        threads: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
         let strs = arrow_texts(py, &offsets, &data)?;
         self.keyed(py, shingler, &strs, threads)

@@ -86,7 +86,7 @@ impl PyShingler {
 
     /// `hashes` for every text of a batch, on `threads` threads.
     #[pyo3(signature = (texts, threads=None))]
-    fn hashes_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<i64>) -> PyResult<Bound<'py, PyList>> {
+    fn hashes_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyList>> {
         let owned = Texts::extract(texts)?;
         let strs = owned.strs()?;
         let t = crate::convert::threads(py, threads)?;
