@@ -100,7 +100,9 @@ class Committing:
             if grown:
                 conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", grown)
             if plan.merged:
-                conn.executemany("UPDATE clusters SET keeper = NULL, size = 0, updated_at = ?, merged_into = ? "
+                # a merged cluster keeps its keeper as the representative of its documents: a
+                # remove that splits the target re-points merged_into to the part holding it
+                conn.executemany("UPDATE clusters SET size = 0, updated_at = ?, merged_into = ? "
                                  "WHERE cluster = ?", [(now, t, c) for c, t in plan.merged.items()])
                 conn.executemany("UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
                                  [(t, c) for c, t in plan.merged.items()])

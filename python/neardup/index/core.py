@@ -130,16 +130,40 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                                         "max_distance + 1 tables of fingerprint blocks (set max_distance)")
         cfg = IndexConfig(**settings)  # (check() reads prefer_source as dedup does)
         cfg.check()
-        os.makedirs(directory, exist_ok=True)
+        from neardup.io.errors import OutputError
+
+        # a file where the directory goes, or on its path: said so (the OS's "[Errno 17] File
+        # exists" read as "an index exists"), an OutputError as the CLI's other unwritable
+        # places (exit 5)
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise OutputError(f"{directory}: a file is there, not a directory (an index is a directory: give the "
+                              "path of a new or an existing directory)")
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # (a dangling link; a file on the path)
+            raise OutputError(f"{directory}: cannot create the directory: {exc.strerror} (a file is in the way)") from exc
         db = os.path.join(directory, DB_NAME)
         if os.path.exists(db):
             raise IndexExistsError(f"{directory} already holds an index")
+        # Other files are left as they are, except the remains of an index whose database is
+        # gone: a new one would take them up (SQLite replays a left-over WAL into the new
+        # database: the old documents came back; the old text log was appended to). An
+        # interrupted create leaves only the lock and an empty text log.
+        remains = sorted(f for f in os.listdir(directory)
+                         if (f == DB_NAME + "-wal" or f.endswith(".dat") and f.startswith("texts-")
+                             or f.endswith(".ndx") and f.startswith(("seg-", "retired-seg-")))
+                         and os.path.getsize(os.path.join(directory, f)) > 0)
+        if remains:
+            raise IndexExistsError(f"{directory} holds the remains of an index whose database ({DB_NAME}) is missing: "
+                                   f"{few(remains, 3)}; a new index there would take them up: move them away or "
+                                   "choose another directory")
         lock = WriterLock(directory)
         lock.acquire()
         try:
             tmp = db + ".init"
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for f in (tmp, tmp + "-journal"):  # an interrupted create's (its hot journal would be replayed)
+                if os.path.exists(f):
+                    os.unlink(f)
             conn = sqlite3.connect(tmp, isolation_level=None)
             conn.executescript(SCHEMA)
             now = time.time()
@@ -187,6 +211,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         expected = {k: _plain(v) for k, v in expected.items()}
         db = os.path.join(directory, DB_NAME)
         if not os.path.exists(db):
+            if os.path.exists(directory) and not os.path.isdir(directory):
+                raise IndexNotFoundError(f"{directory}: a file, not an index (an index is a directory)")
             raise IndexNotFoundError(f"{directory}: no index here (create one with: neardup index init {directory})")
         conn = store.connect(db, readonly=False)
         try:

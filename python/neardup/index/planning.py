@@ -177,11 +177,12 @@ class Planning:
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
         bar = cfg.pass_bar
         budgeted = cfg.store_text  # (a removal verifies again from the texts: budget.py)
-        if budgeted and budget.over_budget(ci, cd, meta):
+        groups = budget.rounds_needed(ci, cd, meta) if budgeted else None
+        if groups is not None:
             # a story larger than a round: its candidates verified in rounds, by cluster
             no_pairs = np.zeros((0, 2), np.int64)
             ci, cd, sims_a = budget.archive_rounds(
-                ci, cd, _hits(ci_hits, cd_hits, ci, cd), meta,
+                ci, cd, _hits(ci_hits, cd_hits, ci, cd), groups,
                 lambda i_, d_: self._verify(conn, docs, sigs, sig_row, i_, d_, no_pairs, meta, hcache)[0], bar)
             sims_b = self._verify(conn, docs, sigs, sig_row, ci[:0], cd[:0], bp, meta, hcache)[1]
         else:

@@ -142,9 +142,11 @@ class Reading:
     def recent_clusters(self, limit: int = 20, min_size: int = 2) -> list[dict]:
         limit, min_size = count("limit", limit, 0, 2**63 - 1), count("min_size", min_size, 0, 2**63 - 1)
         conn = self._conn()
+        # (a merged cluster keeps its keeper as its documents' representative: not a story)
         rows = conn.execute("SELECT c.cluster, c.size, c.updated_at, d.id, d.id_int, d.source, d.published_at "
                             "FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= ? "
-                            "ORDER BY c.updated_at DESC, c.cluster DESC LIMIT ?", (min_size, int(limit))).fetchall()
+                            "AND c.merged_into IS NULL ORDER BY c.updated_at DESC, c.cluster DESC LIMIT ?",
+                            (min_size, int(limit))).fetchall()
         return [{"cluster": c, "size": s, "updated_at": u, "keeper": int(i) if ii else i, "keeper_source": src,
                  "keeper_published_at": t} for c, s, u, i, ii, src, t in rows]
 

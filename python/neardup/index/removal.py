@@ -208,6 +208,9 @@ class Removal:
                     sims = self._pair_measure(conn, ds2)(pr)
                     for m, s in zip(jobs, sims.tolist()):
                         doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
+        # the clusters merged into a touched one follow their documents to the part now holding
+        # them, or are emptied with it (_merged_moves)
+        merged_moves = self._merged_moves(conn, affected, members, gone, doc_updates, now)
         # a scrubbing remove also zeroes the database pages it frees whole (the writer's
         # setting, FAST, zeroes only the deleted cells in pages written anyway: store.connect)
         if scrub:
@@ -231,6 +234,8 @@ class Removal:
                 conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
                 conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
                 conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
+                conn.executemany("UPDATE clusters SET merged_into = ?, keeper = ?, updated_at = ? WHERE cluster = ?",
+                                 merged_moves)
                 conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
                              (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
                 # the counts (counters.py): each affected cluster was one story; what is left of it
@@ -255,6 +260,70 @@ class Removal:
                     f"removed {len(gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
                     "the next writer to open the index finishes it") from exc
         return len(gone)
+
+    def _merged_moves(self, conn, affected: list[int], members: dict[int, list[dict]], gone: set[int],
+                      doc_updates: list[tuple], now: float) -> list[tuple[int | None, int | None, float, int]]:
+        """(merged_into, keeper, updated_at, cluster) for the clusters merged into one of
+        `affected` that this remove moves. A merged cluster's ``merged_into`` is where a reader
+        of its old number goes (GET /v1/clusters/{id}); its ``keeper`` (kept by the merge,
+        committing.py) is the representative of its documents. After a split it points at the
+        part holding that document; when the document is removed, at the part holding its
+        successor (its first surviving exact copy, else its most similar surviving stored pair,
+        which takes its place); with neither (or an index from before representatives were
+        kept: keeper NULL), at the part keeping the old number, as before. When the cluster it
+        went into is emptied, all of its documents are gone: merged_into and keeper NULL, size 0,
+        which readers answer as a cluster whose every member was removed. (Before 2026-12-01 a
+        split left it pointing at a part that need not hold any of its documents, and an emptied
+        target left it pointing at an empty cluster.)"""
+        followers = []
+        for s in range(0, len(affected), 30000):
+            chunk = affected[s : s + 30000]
+            followers += conn.execute(f"SELECT cluster, keeper, merged_into FROM clusters WHERE merged_into IN "
+                                      f"({','.join('?' * len(chunk))})", chunk).fetchall()
+        if not followers:
+            return []
+        part_of = {d: cid for _, _, cid, d in doc_updates}  # every surviving member of `affected`
+        lost = sorted({k for _, k, _ in followers if k is not None and k in gone})
+        old = {m["doc"]: m for ms in members.values() for m in ms}
+        successor: dict[int, int] = {}
+        if lost:
+            best: dict[int, tuple[float, int]] = {}  # lost -> (-similarity, doc): the most similar, then the oldest
+            ls = set(lost)
+            for s in range(0, len(lost), 15000):
+                chunk = lost[s : s + 15000]
+                ph = ",".join("?" * len(chunk))
+                for a, b, sim in conn.execute(f"SELECT a, b, similarity FROM pairs WHERE a IN ({ph}) OR b IN ({ph})",
+                                              chunk + chunk):
+                    for x, y in ((a, b), (b, a)):
+                        if x in ls and y in part_of and old[y]["cluster"] == old[x]["cluster"]:
+                            best[x] = min(best.get(x, (2.0, y)), (-sim, y))
+            first_copy: dict[tuple[int, int], int] = {}  # (cluster, exact key) -> its first surviving document
+            for d in sorted(part_of):
+                if old[d]["exact_key"] != 0:
+                    first_copy.setdefault((old[d]["cluster"], old[d]["exact_key"]), d)
+            for r in lost:
+                copy = first_copy.get((old[r]["cluster"], old[r]["exact_key"])) if old[r]["exact_key"] != 0 else None
+                if copy is not None:
+                    successor[r] = copy
+                elif r in best:
+                    successor[r] = best[r][1]
+        emptied = {c for c in affected if not any(m["doc"] in part_of for m in members.get(c, ()))}
+        moves = []
+        for x, rep, t in followers:
+            if t in emptied:
+                moves.append((None, None, now, x))
+                continue
+            r = successor.get(rep, None if rep in gone else rep)
+            if r is None or r not in part_of:
+                # not known where its documents are: it follows the number t (the part holding
+                # t's oldest document keeps it); a representative removed without a successor
+                # is dropped (a document number is never a live keeper of something else)
+                if rep is not None and rep in gone:
+                    moves.append((t, None, now, x))
+                continue
+            if (part_of[r], r) != (t, rep):
+                moves.append((part_of[r], r, now, x))
+        return moves
 
     def _bridges(self, conn, rest: list[dict], lab: np.ndarray) -> list[tuple[int, int, float]]:
         """The verified pairs (i, j, similarity), i < j positions in `rest` (a story's remaining

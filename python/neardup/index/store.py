@@ -70,7 +70,7 @@ CREATE TABLE documents (
 CREATE INDEX documents_cluster ON documents(cluster);
 CREATE TABLE clusters (
     cluster INTEGER PRIMARY KEY,
-    keeper INTEGER,                   -- documents.doc of the keeper (NULL once merged or emptied)
+    keeper INTEGER,                   -- documents.doc of the keeper (merged: its documents' representative; NULL once emptied)
     size INTEGER NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
