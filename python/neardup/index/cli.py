@@ -155,6 +155,51 @@ def register(sub) -> None:
     g.add_argument("--merge-max", type=int, default=None, metavar="N",
                    help="a background fold merges small segments into one of at most N documents "
                         "(default: the index's, 1000000)")
+    g = p.add_argument_group("waits and limits (checked at start: a bad value is refused, exit 2)")
+    g.add_argument("--write-timeout", type=_serve_timeout, default=60.0, metavar="SECONDS",
+                   help="a POST or DELETE waits this long for the writer's answer, then gets 503 writer_timeout "
+                        "(its outcome unknown); 0 or none: no limit (default: 60)")
+    g.add_argument("--shutdown-timeout", type=_serve_seconds, default=10.0, metavar="SECONDS",
+                   help="a shutdown (SIGTERM, Ctrl-C) waits this long for the requests under way, then cuts "
+                        "them off (default: 10)")
+    g.add_argument("--max-connections", type=_serve_count, default=None, metavar="N",
+                   help="past N open connections a request gets 503 at once (default: as many as the limit "
+                        "on open files allows, less those in use and 256 kept for the index; more is refused)")
+    g.add_argument("--max-open-files", type=_serve_count, default=65536, metavar="N",
+                   help="raise the soft limit on open files up to N, within the hard limit; never lowered "
+                        "(default: 65536)")
+
+
+def _serve_seconds(text: str) -> float:
+    """argparse type of serve's --shutdown-timeout: seconds, finite, 0 or more."""
+    import math
+
+    try:
+        v = float(text)
+    except ValueError:
+        v = None
+    if v is None or not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {text!r}")
+    return v
+
+
+def _serve_timeout(text: str) -> float | None:
+    """argparse type of serve's --write-timeout: seconds, or 0 / none for no limit."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    v = _serve_seconds(text)
+    return v if v > 0 else None
+
+
+def _serve_count(text: str) -> int:
+    """argparse type of serve's --max-connections and --max-open-files: a whole number, 1 or more."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, got {text!r}")
+    return v
 
 
 def _config_checks(q: argparse.ArgumentParser) -> None:
@@ -579,7 +624,9 @@ def _serve(a) -> int:
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
                  threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,
-                 l0_fold_at=a.l0_fold_at, merge_max=a.merge_max, writer=a.writer)
+                 l0_fold_at=a.l0_fold_at, merge_max=a.merge_max, writer=a.writer,
+                 write_timeout=a.write_timeout, shutdown_timeout=a.shutdown_timeout,
+                 max_connections=a.max_connections, max_open_files=a.max_open_files)
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,

@@ -34,7 +34,7 @@ from neardup.io.records import parse_time
 from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.hostcpu import host_cpu
 from neardup.service.timings import Timings
-from neardup.service.worker import WriterGoneError, WriterProcess
+from neardup.service.worker import WriterGoneError, WriterProcess, WriterTimeoutError
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
 __all__ = ["create_app", "serve", "ListenError"]
@@ -319,12 +319,25 @@ def _anchor_routes(app: FastAPI) -> None:
 
 
 # ---------------------------------------------------------------------------- app
+#: seconds a write (POST, DELETE) waits for the writer's answer before it is answered 503
+#: writer_timeout, its outcome unknown (``neardup serve --write-timeout``; None: no limit).
+#: Without a limit a POST to a stopped or hung writer process waited forever, holding its
+#: connection and its client. A batch of 10,000 articles takes seconds, not a minute.
+WRITE_TIMEOUT = 60.0
+#: seconds GET /v1/health waits for the writer's answer to its ping before it answers 503
+PING_TIMEOUT = 2.0
+
+
 def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000,
-               writer: GroupWriter | WriterProcess | None = None) -> FastAPI:
+               writer: GroupWriter | WriterProcess | None = None,
+               write_timeout: float | None = WRITE_TIMEOUT) -> FastAPI:
     """The FastAPI application over `index` (an open :class:`Index` or a directory; a directory is
     opened with background folds of level 0, as ``neardup serve`` does). Writes go to `writer`:
     by default a :class:`GroupWriter` thread on `index`; ``neardup serve`` passes a
-    :class:`WriterProcess` on the same directory (then `index` is only read here)."""
+    :class:`WriterProcess` on the same directory (then `index` is only read here).
+    `write_timeout`: seconds a write waits for the writer's answer (None: no limit); set here,
+    for the app's life (app.state.write_timeout shows it)."""
+    write_timeout = _write_timeout(write_timeout)
     idx = index if isinstance(index, Index) else Index.open(index, background_fold=True)
     writer = writer if writer is not None else GroupWriter(idx, FIELDS)
     started = time.time()
@@ -342,13 +355,15 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     app.state.index = idx
     app.state.writer = writer
     app.state.max_body = max_body
+    app.state.write_timeout = write_timeout
+    deadline = _Deadline(write_timeout) if write_timeout is not None else None  # (_written)
 
     app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
     # added last: in front of BodyLimit (still inside Starlette's ServerErrorMiddleware, so the
     # 500 of on_any below answers an unexpected exception here too)
     app.add_middleware(FastPost, path="/v1/documents", model=Union[BatchIn, DocumentIn],
                        limit=lambda: app.state.max_body,
-                       handle=lambda body, dry_run: _add(writer, max_batch, body, dry_run, front))
+                       handle=lambda body, dry_run: _add(writer, max_batch, body, dry_run, front, deadline))
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError):
@@ -427,7 +442,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         if len(params.getlist("dry_run")) > 1:
             return _err(422, "invalid_request", "dry_run is given more than once",
                         [{"where": "query.dry_run", "problem": "given more than once"}])
-        return await _add(writer, max_batch, body, dry_run, front)
+        return await _add(writer, max_batch, body, dry_run, front, deadline)
 
     # an id may hold a slash ("site/a/1"), sent percent-encoded or not (_IdPath)
     @app.get("/v1/documents/{doc_id:neardup_id}", response_model=DocumentOut, responses=ERR, summary="One article")
@@ -449,7 +464,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     async def delete_document(doc_id: str) -> dict:
         typed = idx.typed_ids([doc_id]).get(doc_id, doc_id)  # (the id as it was given, for the answer)
         try:  # durable (--sync full too) before the answer
-            n = await _written(writer.remove(doc_id))
+            n = await _written(writer.remove(doc_id), deadline, "remove")
         except DocumentNotFoundError as exc:
             return _err(404, "not_found", str(exc))
         except ScrubIncompleteError as exc:  # removed (committed, durable), its text not yet overwritten
@@ -488,15 +503,51 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         out["service"] = _service_stats(writer, front, started)
         return out
 
-    @app.get("/v1/health", summary="Liveness")
-    async def health() -> dict:
+    waiting_ping: list = [None, None]  # the writer's ping future and the asyncio one wrapping it
+
+    @app.get("/v1/health", summary="Liveness", responses={503: {
+        "description": "the writer does not answer (stopped, hung, or busy with one group for over "
+                       f"{PING_TIMEOUT:g} s): writes wait for it, up to the write timeout"}})
+    async def health():
         # a writer process that died (killed, out of memory) is started again by the next write:
         # the service still answers, but says so ("degraded") until then
         proc = isinstance(writer, WriterProcess)
         alive = writer.alive() if proc else True
-        return {"status": "ok" if alive else "degraded", "uptime_seconds": round(time.time() - started, 3),
-                "writer": {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid(),
-                           "alive": alive}}
+        w = {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid(), "alive": alive}
+        out = {"status": "ok" if alive else "degraded", "uptime_seconds": round(time.time() - started, 3), "writer": w}
+        # alive is not enough: a writer process stopped (kill -STOP) or hung is alive, and every
+        # write waited for it. Its main loop answers a ping between two groups; no answer within
+        # PING_TIMEOUT is a 503 (the ping's wait is not a write's: it is never cancelled, a
+        # late answer is still counted, and one ping waits at a time: worker.py)
+        ping = writer.ping() if alive and hasattr(writer, "ping") else None
+        if ping is None:
+            return out
+        fut, since = ping
+        if waiting_ping[0] is not fut or waiting_ping[1].get_loop() is not asyncio.get_running_loop():
+            # one asyncio future per ping (each health check while it waits awaits the same one,
+            # rather than adding a callback of its own to the writer's future)
+            waiting_ping[:] = [fut, asyncio.wrap_future(fut)]
+        done, _ = await asyncio.wait([waiting_ping[1]], timeout=PING_TIMEOUT)
+        if done and not fut.cancelled() and fut.exception() is None:
+            w["answering"] = True
+            return out
+        now = time.time()
+        out["uptime_seconds"] = round(now - started, 3)
+        w.update(answering=False, not_answering_since=round(since, 3),
+                 not_answering_seconds=round(now - since, 3), **writer.backlog())
+        state = _process_state(writer.pid) if proc else None
+        if state is not None:
+            w["process_state"] = state
+        out["status"] = "unavailable"
+        how = (" (its process is stopped: kill -CONT it)" if state == "stopped" else
+               " (stopped, hung, or busy with one group for that long)")
+        out["error"] = {"status": 503, "code": "writer_not_answering", "details": None, "message": (
+            f"the writer {'process' if proc else 'thread'} has not answered for {now - since:.1f} s{how}: "
+            f"{w['requests_waiting']} request(s) wait for it; a write waits up to "
+            + (f"{write_timeout:g} s (--write-timeout), then answers 503 writer_timeout"
+               if write_timeout is not None else "no limit (--write-timeout 0)")
+            + "; reads go on")}
+        return JSONResponse(status_code=503, content=out)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -516,11 +567,12 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
 
 async def _add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
-               dry_run: bool, timings: Timings) -> Response:
+               dry_run: bool, timings: Timings, deadline: _Deadline | None = None) -> Response:
     """POST /v1/documents once its body is validated: the FastAPI route and the fast path
-    (fastpost.py) both answer with this; its time goes to `timings` ("post", "post_dry_run")."""
+    (fastpost.py) both answer with this; its time goes to `timings` ("post", "post_dry_run").
+    `deadline`: the write timeout (_written)."""
     with timings.timed("post_dry_run" if dry_run else "post"):
-        return await _answer(writer, max_batch, body, dry_run)
+        return await _answer(writer, max_batch, body, dry_run, deadline)
 
 
 def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started: float) -> dict:
@@ -542,7 +594,7 @@ def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started:
 
 
 async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
-                  dry_run: bool) -> Response:
+                  dry_run: bool, deadline: _Deadline | None = None) -> Response:
     batch = isinstance(body, BatchIn)
     docs = body.documents if batch else [body]
     if len(docs) > max_batch:
@@ -571,9 +623,9 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
         recs.append(r)
     try:
         if dry_run:
-            vs = await _written(writer.dry_run(recs))
+            vs = await _written(writer.dry_run(recs), deadline, "dry_run")
         else:
-            vs = await _written(writer.submit(recs))  # group commit with the others waiting
+            vs = await _written(writer.submit(recs), deadline)  # group commit with the others waiting
     except DuplicateIdError as exc:
         return _err(409, "duplicate_id", str(exc), {"ids": [str(i) for i in exc.ids[:100]]})
     except RecordError as exc:
@@ -594,19 +646,83 @@ CUT_OFF = ("the server is shutting down and this request was still waiting for t
            "went in is unknown (an add that did answers 409 when retried)")
 
 
-async def _written(fut):
-    """The writer's answer to a request (`fut`, a concurrent future), awaited on the event loop.
+#: what a write the writer did not answer in time is told, by kind (the 503 writer_timeout)
+LATE = {"add": "whether this request's add went in is unknown (the writer may still do it, all or nothing; "
+               "an add that went in answers 409 when retried)",
+        "dry_run": "a dry run writes nothing: retry it later",
+        "remove": "whether the removal went in is unknown (the writer may still do it; a removal that went in "
+                  "answers 404 when retried)"}
+
+
+async def _written(fut, deadline: _Deadline | None = None, what: str = "add"):
+    """The writer's answer to a request (`fut`, a concurrent future), awaited on the event loop,
+    until `deadline` (the write timeout: None, no limit), then WriterTimeoutError (_Deadline).
 
     uvicorn cancels the requests still running when its graceful shutdown times out (a writer
     that is hung or stopped): such a request is answered 503 writer_unavailable here
     (WriterGoneError), not uvicorn's bare 500. Nothing else cancels a request's task."""
     try:
-        return await asyncio.wrap_future(fut)
+        if deadline is None:
+            return await asyncio.wrap_future(fut)
+        return await deadline.wait(asyncio.wrap_future(fut), what)
     except asyncio.CancelledError:
         task = asyncio.current_task()
         if task is not None:
             task.uncancel()  # answered: the cancellation is handled
         raise WriterGoneError(CUT_OFF) from None
+
+
+class _Deadline:
+    """The write timeout of every request waiting for the writer (``--write-timeout``), kept
+    by one timer.
+
+    Past it a request is answered 503 writer_timeout (WriterTimeoutError): its wait (the
+    asyncio future wrapping the writer's) is cancelled, and asyncio.wrap_future passes that on
+    to the writer's future. A writer thread then skips the request if it has not started it; a
+    writer process may still do it, whole (a group is one transaction), and its late answer
+    finds the future done and is dropped (worker._settle). Nothing is ever half written.
+
+    Why one timer, not asyncio.timeout around each wait: its timer handle cost ~15 us of CPU per
+    request (benchmarks/bench_fastpost.py's loop: 0.123 -> 0.146 ms per single-article POST).
+    Every wait has the same limit, so the waits in the order they began are in the order of
+    their deadlines: a dict (insertion-ordered) of them, and one timer at the oldest one's
+    deadline, which cancels what is due and is set again for the next. A request adds and
+    removes one dict entry."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.loop = None
+        self.waiting: dict = {}  # wrapping future -> its deadline (loop time), oldest first
+        self.timer = None
+
+    async def wait(self, af: asyncio.Future, what: str):
+        loop = af.get_loop()
+        if loop is not self.loop:  # (an app served again on another loop: tests)
+            self.loop, self.waiting, self.timer = loop, {}, None
+        self.waiting[af] = when = loop.time() + self.timeout
+        if self.timer is None:
+            self.timer = loop.call_at(when, self._due)
+        try:
+            return await af
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if af in self.waiting or (task is not None and task.cancelling()):
+                raise  # the task's own cancellation (a shutdown's cut-off): _written's
+            raise WriterTimeoutError(f"the writer did not answer within {self.timeout:g} s (neardup serve "
+                                     f"--write-timeout): {LATE[what]}") from None
+        finally:
+            self.waiting.pop(af, None)
+
+    def _due(self) -> None:
+        self.timer = None
+        now = self.loop.time()
+        while self.waiting:
+            af, when = next(iter(self.waiting.items()))
+            if when > now:
+                self.timer = self.loop.call_at(when, self._due)
+                return
+            del self.waiting[af]  # (wait() tells a timeout from a cancellation by this)
+            af.cancel()
 
 
 def _writer_error(exc: NeardupError) -> JSONResponse | None:
@@ -618,6 +734,8 @@ def _writer_error(exc: NeardupError) -> JSONResponse | None:
     as ``Index.open`` finds it): it is locked by another process (which took the lock while no
     writer held it), damaged, gone, or cannot be written. Each is the service's state, not
     the request's: 503 (the next write tries again), 500 for a damaged index."""
+    if isinstance(exc, WriterTimeoutError):
+        return _err(503, "writer_timeout", str(exc))
     if isinstance(exc, WriterGoneError):
         return _err(503, "writer_unavailable", str(exc))
     if isinstance(exc, IndexLockedError):
@@ -685,26 +803,53 @@ def _jsonable(x):
     return json.loads(json.dumps(x, default=str))
 
 
+#: seconds a shutdown (SIGTERM, Ctrl-C) waits for the requests under way before it cuts them off
+#: (a POST then gets 503 writer_unavailable; a request whose body never came, uvicorn's 500);
+#: ``neardup serve --shutdown-timeout``
+GRACEFUL_SHUTDOWN = 10
+#: descriptors kept for the server's own files beyond those open when it starts: a SQLite
+#: connection (database, WAL, shared memory) per thread of the read pool (40), a new writer
+#: process's socket pair and pipes, the segments a fold adds
+FD_MARGIN = 256
+#: the soft limit on open files is raised up to this (within the hard limit) at the start;
+#: ``neardup serve --max-open-files``
+FD_WANTED = 65536
+
+
 def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body: int = 10_000_000,
           max_batch: int = 10_000, init: bool = False, threads: int | None = None, log_level: str = "warning",
           sync: str = "full", fold: str = "background", l0_max: int | None = None,
-          l0_fold_at: int | None = None, merge_max: int | None = None, writer: str = "process") -> int:
+          l0_fold_at: int | None = None, merge_max: int | None = None, writer: str = "process",
+          shutdown_timeout: float = GRACEFUL_SHUTDOWN, write_timeout: float | None = WRITE_TIMEOUT,
+          max_connections: int | None = None, max_open_files: int = FD_WANTED) -> int:
     """`writer`: "process" (default) adds, dry runs and removes in a process of its own
     (worker.py: its own GIL and core); "thread": in a thread of this process.
     `fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
     requests' path (index/fold.py); "inline" folds it inside the add that fills it, as the CLI's
     adds do (a ~400 ms request every 50,000 articles). `l0_max` / `l0_fold_at` / `merge_max` override the
-    index's stored tuning for this process."""
+    index's stored tuning for this process.
+    `shutdown_timeout`: seconds a shutdown waits for the requests under way (uvicorn's
+    timeout_graceful_shutdown). `write_timeout`: seconds a write waits for the writer (None or
+    0: no limit; create_app). `max_connections`: open connections past which a request gets
+    uvicorn's 503 at once (None: as many as the limit on open files allows, connection_limit;
+    more than that is refused). `max_open_files`: the soft limit on open files is raised up to
+    it, within the hard limit (raise_fd_limit)."""
     import uvicorn
 
     if fold not in ("background", "inline"):
         raise InvalidParameterError(f"fold must be 'background' or 'inline', got {fold!r}")
     if writer not in ("process", "thread"):
         raise InvalidParameterError(f"writer must be 'process' or 'thread', got {writer!r}")
+    # the limits are checked before anything is opened: a mistyped one is said at once
+    shutdown_timeout = _seconds("--shutdown-timeout", shutdown_timeout)
+    write_timeout = _write_timeout(write_timeout)
+    max_open_files = _positive("--max-open-files", max_open_files)
+    if max_connections is not None:
+        max_connections = _positive("--max-connections", max_connections)
     # the address first: one that is taken or not allowed is said before the index is opened
     # (uvicorn's own bind failure exits with its code 3, which is neardup's "bad record")
     sock = _listen(host, port)
-    raise_fd_limit()  # (before the writer process starts: it inherits it)
+    raise_fd_limit(max_open_files)  # (before the writer process starts: it inherits it)
     if init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
     # --sync full: each answer waits for the WAL's fsync, done for every group since the last one
@@ -726,15 +871,30 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     except BaseException:
         sock.close()
         raise
-    app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes)
-    limit = connection_limit()
+    try:
+        # (counted now: the index's files and the writer's socket are open)
+        limit = connection_limit()
+        if max_connections is not None:
+            if max_connections > limit:
+                raise InvalidParameterError(
+                    f"--max-connections {max_connections:,} is over what the limit on open files allows here "
+                    f"({limit:,}: {_fd_limits()[0]:,} open files, less those in use and {FD_MARGIN} kept for the "
+                    "index's own): give at most that, or raise --max-open-files (within the hard limit, "
+                    "ulimit -Hn)")
+            limit = max_connections
+        app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes, write_timeout=write_timeout)
+    except BaseException:
+        sock.close()
+        writes.close()
+        idx.close()
+        raise
     quiet_gc()
     print(f"neardup serve: {directory} on http://{host}:{port}/ (API docs at /docs)", flush=True)
     try:
-        # a request still waiting GRACEFUL_SHUTDOWN s into a shutdown is cut off (503: the index
+        # a request still waiting `shutdown_timeout` s into a shutdown is cut off (503: the index
         # stays consistent); past `limit` open connections a request gets uvicorn's 503 at once
         config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
-                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN, limit_concurrency=limit)
+                                timeout_graceful_shutdown=shutdown_timeout, limit_concurrency=limit)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
@@ -743,26 +903,48 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     return 0
 
 
-#: seconds a shutdown (SIGTERM, Ctrl-C) waits for the requests under way before it cuts them off
-#: (a POST then gets 503 writer_unavailable; a request whose body never came, uvicorn's 500)
-GRACEFUL_SHUTDOWN = 10
-#: descriptors kept for the server's own files beyond those open when it starts: a SQLite
-#: connection (database, WAL, shared memory) per thread of the read pool (40), a new writer
-#: process's socket pair and pipes, the segments a fold adds
-FD_MARGIN = 256
-#: the soft limit on open files is raised up to this (within the hard limit) at the start
-FD_WANTED = 65536
+def _seconds(flag: str, v) -> float:
+    """A number of seconds, finite and not negative (InvalidParameterError naming `flag`)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise InvalidParameterError(f"{flag} must be a number of seconds, 0 or more, got {v!r}")
+    return float(v)
 
 
-def raise_fd_limit() -> None:
-    """Raise this process's soft limit on open files up to FD_WANTED, within the hard limit (a
-    systemd service starts at 1,024 soft, for select()'s sake; this server polls with epoll).
-    The writer process started after it inherits it."""
+def _write_timeout(v) -> float | None:
+    """The write timeout: None for no limit (None, 0, "none" as the flag gives it), else seconds."""
+    if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "off")):
+        return None
+    v = _seconds("--write-timeout", v)
+    return v if v > 0 else None
+
+
+def _positive(flag: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise InvalidParameterError(f"{flag} must be a whole number, 1 or more, got {v!r}")
+    return v
+
+
+def _process_state(pid: int | None) -> str | None:
+    """A process's state as Linux gives it (/proc/PID/stat): "stopped" for kill -STOP's, else
+    its word ("running", "sleeping", "disk sleep", ...); None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            code = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError, TypeError):
+        return None
+    return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
+            "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
+
+
+def raise_fd_limit(wanted: int = FD_WANTED) -> None:
+    """Raise this process's soft limit on open files up to `wanted`, within the hard limit (a
+    systemd service starts at 1,024 soft, for select()'s sake; this server polls with epoll);
+    never lowered. The writer process started after it inherits it."""
     try:
         import resource
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = FD_WANTED if hard == resource.RLIM_INFINITY else min(FD_WANTED, hard)
+        want = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
         if soft != resource.RLIM_INFINITY and soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
     except (ImportError, OSError, ValueError):  # not POSIX, or not allowed: the limit stays
@@ -775,18 +957,25 @@ def connection_limit() -> int:
     from its accept until it closes: past this many open connections a request is answered 503
     at once (uvicorn's own, plain text), rather than the server running out of descriptors
     for new connections and for the index's own files (docs/service.md, "Connections")."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except ImportError:  # pragma: no cover - not POSIX
-        return FD_WANTED
-    soft = FD_WANTED if soft == resource.RLIM_INFINITY else soft
+    soft = _fd_limits()[0]
     try:
         used = len(os.listdir("/proc/self/fd"))
     except OSError:  # not Linux
         used = 64
     return max(soft - used - FD_MARGIN, soft // 4, 1)
+
+
+def _fd_limits() -> tuple[int, int | None]:
+    """The soft and hard limits on open files (an unlimited soft one counted as FD_WANTED; hard
+    None: unlimited)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except ImportError:  # pragma: no cover - not POSIX
+        return FD_WANTED, None
+    return (FD_WANTED if soft == resource.RLIM_INFINITY else soft,
+            None if hard == resource.RLIM_INFINITY else hard)
 
 
 class ListenError(NeardupError):

@@ -18,24 +18,32 @@ If the writer process dies (killed, out of memory), the index is consistent (an 
 nothing), the requests waiting for it get :class:`WriterGoneError` (HTTP 503: their outcome
 is unknown; a retry of an add that did go in gets 409), and the next write starts a new
 writer process.
+
+If it stops answering without dying (``kill -STOP``, hung), sending never blocks the server's
+event loop (:class:`_Outbox`), ``ping`` tells GET /v1/health so, and the front's wait for an
+answer is bounded (app.py, ``--write-timeout``: :class:`WriterTimeoutError`).
 """
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import pickle
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import Future, InvalidStateError
 from typing import Any
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
 
 from neardup.errors import InternalError, NeardupError
 
-__all__ = ["WriterProcess", "WriterGoneError"]
+__all__ = ["WriterProcess", "WriterGoneError", "WriterTimeoutError"]
 
 #: how long the front waits for a new writer process to open the index and load its segments
 START_TIMEOUT = 600.0
@@ -43,10 +51,21 @@ START_TIMEOUT = 600.0
 #: what a request made while close() stops the writer process is told
 STOPPING = "the writer process is being stopped (the server is shutting down)"
 
+#: bytes of requests the front keeps for a writer process that does not read them (stopped,
+#: hung) before it refuses new ones at once (nothing of those is written): its memory stays
+#: bounded however long the writer stays stopped (over six default --max-body requests)
+UNSENT_MAX = 64 << 20
+
 
 class WriterGoneError(NeardupError, RuntimeError):
     """The writer process exited while a request waited for it: the request's outcome is unknown
     (an add may have been committed). The next write starts a new writer process."""
+
+
+class WriterTimeoutError(WriterGoneError):
+    """The writer did not answer a request within the server's write timeout (app.py,
+    ``neardup serve --write-timeout``; a writer process stopped or hung, or a very long batch):
+    the request's outcome is unknown (the writer may still do it, all or nothing)."""
 
 
 class WriterProcess:
@@ -69,6 +88,11 @@ class WriterProcess:
         self._queued: list[tuple[str, Any, Future]] = []
         self._restarting: threading.Thread | None = None
         self._closing = False
+        self._out: _Outbox | None = None  # sends to the current process (never blocks)
+        #: the ping waiting for an answer (future, sent at, its connection); one at a time
+        self._pinging: tuple | None = None
+        self._silent_since: float | None = None  # the first ping not answered since the last one that was
+        self._timings: Future | None = None  # the last stage_timings request
         self._install(*self._launch())
 
     @property
@@ -93,14 +117,53 @@ class WriterProcess:
 
     def stage_timings(self) -> Future:
         """The writer process's timings (timings.py) as a dict; {} while no writer process runs
-        (asking does not start one)."""
+        (asking does not start one), and {} at once while the last request for them is still
+        unanswered (a stopped writer: GET /v1/stats waits for it once, not on every call, and
+        the requests do not pile up in its pipe)."""
         with self._lock:
             running = self._conn is not None and not self._closing
-        if not running:
+            last = self._timings
+        if not running or (last is not None and not last.done()):
             fut: Future = Future()
             fut.set_result({})
             return fut
-        return self._call("timings", None)
+        fut = self._timings = self._call("timings", None)
+        return fut
+
+    def ping(self) -> tuple[Future, float] | None:
+        """GET /v1/health: a future that the writer process's main loop answers (between two
+        groups), and since when the writer has not answered a ping (the time this one, or the
+        first unanswered one before it, was sent); None while no writer process runs (asking
+        starts none). One ping at a time: while one waits it is given again, so a stopped
+        writer does not collect one per health check."""
+        with self._lock:
+            if self._conn is None or self._closing:
+                return None
+            p = self._pinging
+            if p is None or p[0].done() or p[2] is not self._conn:
+                if p is not None and p[0].done() and _answered(p[0]):
+                    self._silent_since = None
+                fut: Future = Future()
+                now = time.time()
+                p = self._pinging = (fut, now, self._conn)
+                if self._silent_since is None:
+                    self._silent_since = now
+                fut.add_done_callback(self._pinged)
+                self._send("ping", None, fut)
+            return p[0], self._silent_since
+
+    def _pinged(self, fut: Future) -> None:
+        if _answered(fut):
+            self._silent_since = None
+
+    def backlog(self) -> dict:
+        """What waits for the writer process (GET /v1/health when it does not answer): requests
+        sent or queued and not answered (pings left out), and bytes not yet taken by it."""
+        with self._lock:
+            ping = self._pinging[0] if self._pinging is not None else None
+            n = sum(1 for f in self._waiting.values() if f is not ping) + len(self._queued)
+            out = self._out
+        return {"requests_waiting": n, "unsent_bytes": out.unsent_bytes if out is not None else 0}
 
     def _call(self, kind: str, payload) -> Future:
         fut: Future = Future()
@@ -120,11 +183,15 @@ class WriterProcess:
         return fut
 
     def _send(self, kind: str, payload, fut: Future) -> None:
-        """Send one request to the current process (the caller holds the lock)."""
+        """Send one request to the current process (the caller holds the lock); never blocks
+        (_Outbox)."""
         rid = next(self._ids)
         self._waiting[rid] = fut
         try:
-            self._conn.send((kind, rid, payload))
+            self._out.send((kind, rid, payload))
+        except _Full as exc:  # not sent: nothing of it is written
+            self._waiting.pop(rid, None)
+            _settle(fut, False, WriterGoneError(str(exc)))
         except (OSError, ValueError) as exc:  # the pipe broke: the answers thread sees it too
             self._waiting.pop(rid, None)
             _settle(fut, False, WriterGoneError(f"cannot reach the writer process: {exc}"))
@@ -191,11 +258,12 @@ class WriterProcess:
     def _install(self, front: Connection, proc: subprocess.Popen) -> None:
         """Make a started process the current one, with a thread for its answers."""
         waiting: dict[int, Future] = {}
-        self._conn, self._proc, self._waiting = front, proc, waiting
-        threading.Thread(target=self._answers, args=(front, proc, waiting), name="neardup-writer-answers",
+        out = _Outbox(front)
+        self._conn, self._proc, self._waiting, self._out = front, proc, waiting, out
+        threading.Thread(target=self._answers, args=(front, proc, waiting, out), name="neardup-writer-answers",
                          daemon=True).start()
 
-    def _answers(self, conn, proc, waiting: dict[int, Future]) -> None:
+    def _answers(self, conn, proc, waiting: dict[int, Future], out: _Outbox) -> None:
         """Hand each answer to its request's future; when the process has gone, fail the rest."""
         while True:
             try:
@@ -209,6 +277,7 @@ class WriterProcess:
             proc.wait(5)
         except subprocess.TimeoutExpired:  # pragma: no cover - its pipe closed, it is on its way out
             pass
+        out.close()
         with self._lock:
             if self._conn is conn:
                 self._conn = None
@@ -224,29 +293,132 @@ class WriterProcess:
         process still starting is stopped once it has (its queued requests get WriterGoneError)."""
         with self._lock:
             self._closing = True  # until it returns: requests made meanwhile get WriterGoneError
-            conn, proc, self._conn = self._conn, self._proc, None
+            conn, proc, out, self._conn = self._conn, self._proc, self._out, None
             starting = self._restarting
         try:
             if starting is not None:
                 starting.join(START_TIMEOUT)
             if conn is not None:
-                self._stop(conn, proc)
+                self._stop(conn, proc, out)
         finally:
             with self._lock:  # a later request starts a new writer process, as after a crash
                 self._closing = False
 
     @staticmethod
-    def _stop(conn: Connection, proc: subprocess.Popen) -> None:
+    def _stop(conn: Connection, proc: subprocess.Popen, out: _Outbox | None = None) -> None:
         try:
-            conn.send(("stop", -1, None))
-        except OSError:  # pragma: no cover - already gone
+            if out is not None:  # behind what it has not yet sent (the writer's order)
+                out.send(("stop", -1, None), force=True)
+            else:  # a process that was never installed: nothing else was sent to it
+                conn.send(("stop", -1, None))
+        except (OSError, ValueError):  # pragma: no cover - already gone
             pass
         try:
             proc.wait(60)
-        except subprocess.TimeoutExpired:  # pragma: no cover - a stuck writer: the index stays consistent
+        except subprocess.TimeoutExpired:  # a stuck (or stopped) writer: the index stays consistent
             proc.kill()
             proc.wait(10)
+        if out is not None:
+            out.close()
         conn.close()
+
+
+class _Full(Exception):
+    """A request the front does not send: too much already waits for the writer process."""
+
+
+class _Outbox:
+    """The front's sending end of the pipe to a writer process; sending never blocks the caller.
+
+    Why: requests are sent from the server's event loop, and Connection.send blocks once the
+    socket's buffer (~200 KB) is full, which it is as soon as the writer process stops reading
+    (stopped by SIGSTOP, hung; or for a moment, while a batch of several MB is sent). Measured:
+    with the writer stopped, 40 POSTs of 20 articles each and the event loop stopped, and GET
+    /v1/health, /v1/stats and the page answered nothing until the writer went on. Here a
+    message is sent with MSG_DONTWAIT (one system call, as Connection.send's); what does not
+    fit waits in `unsent`, in order, sent by a thread of its own with blocking sends, and
+    while anything waits there later messages queue behind it (the writer reads them in the
+    order they were sent). The framing is Connection's: the writer process reads with
+    Connection.recv. Past UNSENT_MAX bytes waiting a new message is refused (_Full)."""
+
+    def __init__(self, conn: Connection) -> None:
+        # its own descriptor on the socket (the answers thread reads through `conn`'s)
+        self.sock = socket.socket(fileno=os.dup(conn.fileno()))
+        self.unsent: collections.deque = collections.deque()  # memoryviews, in order
+        self.unsent_bytes = 0
+        self.broken: BaseException | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def send(self, obj, force: bool = False) -> None:
+        """Send `obj` now or queue it (`force`: past UNSENT_MAX too); raises _Full, or the
+        OSError that broke the socket, before anything of it is sent."""
+        buf = ForkingPickler.dumps(obj)
+        n = len(buf)
+        header = struct.pack("!i", n) if n <= 0x7fffffff else struct.pack("!iQ", -1, n)
+        with self._lock:
+            if self.broken is not None:
+                raise self.broken
+            if self.unsent:
+                if self.unsent_bytes >= UNSENT_MAX and not force:
+                    raise _Full(f"the writer process is not reading its requests ({self.unsent_bytes:,} bytes of "
+                                "them wait to be sent): this request was not sent, nothing of it is written")
+                self._queue([memoryview(header), memoryview(buf)])
+                return
+            # (a small message in one piece, as Connection sends it; a large one without a copy)
+            parts = [header + buf] if n <= 16384 else [header, buf]
+            try:
+                sent = self.sock.sendmsg(parts, [], socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(header) + n:
+                rest = []
+                for part in map(memoryview, parts):
+                    if sent >= len(part):
+                        sent -= len(part)
+                    else:
+                        rest.append(part[sent:])
+                        sent = 0
+                self._queue(rest)
+
+    def _queue(self, parts: list) -> None:
+        """(with the lock) `parts` go out after what waits, from the sending thread."""
+        self.unsent.extend(parts)
+        self.unsent_bytes += sum(len(p) for p in parts)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._drain, name="neardup-writer-send", daemon=True)
+            self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                if not self.unsent or self.broken is not None:
+                    self._thread = None
+                    return
+                part = self.unsent[0]
+            try:
+                self.sock.sendall(part)  # blocks while the writer process does not read
+            except OSError as exc:  # it has gone: the answers thread fails what waits for it
+                with self._lock:
+                    self.broken = exc
+                    self.unsent.clear()
+                    self.unsent_bytes = 0
+                    self._thread = None
+                return
+            with self._lock:
+                self.unsent.popleft()
+                self.unsent_bytes -= len(part)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.broken is None:
+                self.broken = OSError("the connection to the writer process is closed")
+        self.sock.close()
+
+
+def _answered(fut: Future) -> bool:
+    """`fut` (done) has its result: neither cancelled nor failed."""
+    return not fut.cancelled() and fut.exception() is None
 
 
 def _settle(fut: Future, ok: bool, value) -> None:
@@ -324,6 +496,9 @@ def serve_writes(conn: Connection) -> None:
                     fut = writer.remove(payload)
                 elif kind == "timings":
                     fut = writer.stage_timings()
+                elif kind == "ping":  # GET /v1/health: this loop runs (between two groups)
+                    fut = Future()
+                    fut.set_result({"pid": os.getpid()})
                 else:  # pragma: no cover - a bug in the front
                     fut = Future()
                     fut.set_exception(InternalError(f"unknown request kind {kind!r}"))

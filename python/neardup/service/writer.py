@@ -17,6 +17,7 @@ import gc
 import os
 import queue
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from neardup.index import Index
@@ -44,6 +45,7 @@ class GroupWriter:
         self._start_lock = threading.Lock()
         self.checkpointer: Checkpointer | None = None
         self._readers: ThreadPoolExecutor | None = None  # dry runs and removes: _pool
+        self._pinging: tuple | None = None  # GET /v1/health's ping waiting: (future, since when)
         #: how long groups, WAL fsyncs and checkpoint rounds take (GET /v1/stats: timings.py)
         self.timings = Timings()
         #: with an index opened sync="group", answers wait for the WAL's fsync in a thread of
@@ -86,6 +88,29 @@ class GroupWriter:
         fut: Future = Future()
         fut.set_result(self.timings.as_dict())
         return fut
+
+    def ping(self) -> tuple[Future, float]:
+        """GET /v1/health: a future done once the writer is between two groups (it takes the
+        writer's lock, which a group and a remove hold, and lets go at once), failed with
+        TimeoutError past PING_WAIT s; and since when the writer has not answered (as
+        WriterProcess.ping). One at a time: while one waits it is given again."""
+        pool = self._pool()
+        with self._start_lock:
+            p = self._pinging
+            if p is None or p[0].done():
+                since = p[1] if p is not None and (p[0].cancelled() or p[0].exception() is not None) else time.time()
+                p = self._pinging = (pool.submit(self._ping), since)
+        return p
+
+    def _ping(self) -> dict:
+        if not self.lock.acquire(timeout=PING_WAIT):
+            raise TimeoutError(f"the writer thread has held its lock for over {PING_WAIT:g} s")
+        self.lock.release()
+        return {"pid": os.getpid()}
+
+    def backlog(self) -> dict:
+        """What waits for the writer thread (as WriterProcess.backlog): adds not yet taken."""
+        return {"requests_waiting": self.q.qsize(), "unsent_bytes": 0}
 
     def _remove(self, doc_id) -> int:
         with self.lock:
@@ -213,6 +238,9 @@ class GroupWriter:
             for fut, v in answers:
                 fut.set_result(v)
 
+
+#: how long a health ping waits for the writer thread's lock (a pool thread, not a request, waits)
+PING_WAIT = 10.0
 
 WARM_UP = [{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}]
 
