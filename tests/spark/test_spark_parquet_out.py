@@ -119,7 +119,9 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
 
 
 def test_no_kept_records_is_the_local_engines_empty_file(spark, tmp_path):
-    """Every record skipped: both engines write a file with only the ``alternates`` column."""
+    """Every record skipped: both engines write the same empty file, with the id and text
+    columns a JSONL input's records would have had (it had the ``alternates`` column alone,
+    which broke a reader of an empty day's file: docs/dedup.md)."""
     from neardup.engines.spark import dedup_spark
 
     path = tmp_path / "bad.jsonl"
@@ -128,7 +130,8 @@ def test_no_kept_records_is_the_local_engines_empty_file(spark, tmp_path):
     neardup.dedup(str(path), tmp_path / "local", **kw)
     dedup_spark(spark, str(path), tmp_path / "spark", **kw)
     lt, st = _read(tmp_path / "local" / "kept.parquet"), _read(tmp_path / "spark" / "kept.parquet")
-    assert lt.schema == st.schema == pa.schema([("alternates", pa.list_(pa.string()))])
+    assert lt.schema == st.schema == pa.schema([("id", pa.string()), ("text", pa.string()),
+                                                ("alternates", pa.list_(pa.string()))])
     assert lt.num_rows == st.num_rows == 0
 
 

@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -27,7 +28,7 @@ import numpy as np
 
 from neardup.errors import InputTypeError
 from neardup.io.errors import InputFileError, RecordError
-from neardup.io.records import is_valid_unicode
+from neardup.io.records import int_too_long_reason, is_valid_unicode
 
 try:  # orjson parses JSON lines several times faster; the standard library is the fallback.
     import orjson as _orjson
@@ -200,9 +201,57 @@ def _slow_parse(path: str, recno: int, line: bytes):
     try:
         return json.loads(text)
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # (CPython's words for sys.get_int_max_str_digits)
+            return _long_int_error(path, recno, text)
         return RecordError(path, recno, f"malformed JSON: {exc}")
     except RecursionError:  # (orjson refuses past 1,024 levels, json near Python's recursion limit)
         return RecordError(path, recno, "malformed JSON: nested too deeply to read")
+
+
+class _LongInt:
+    """Stands for a JSON integer past Python's digits limit in a line read again to find it."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _long_int_error(path: str, recno: int, text: str) -> RecordError:
+    """The error of a line holding an integer of more digits than Python reads (4,300 by
+    default, sys.get_int_max_str_digits): the line is valid JSON, and was reported as
+    "malformed JSON: Exceeds the limit (4300 digits) for integer string conversion ... use
+    sys.set_int_max_str_digits() to increase the limit" (the json module's words, advice for
+    a Python program), naming no field. The line is read again with such integers as
+    stand-ins, to name the field that holds one."""
+    def parse_int(s: str):
+        try:
+            return int(s)
+        except ValueError:
+            return _LongInt(len(s.lstrip("-")))
+
+    try:
+        obj = json.loads(text, parse_int=parse_int)
+    except ValueError as exc:  # malformed after the integer, too: that is the line's error
+        return RecordError(path, recno, f"malformed JSON: {exc}")
+    except RecursionError:
+        return RecordError(path, recno, "malformed JSON: nested too deeply to read")
+    field, digits = None, None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            stack = [v]
+            while stack and digits is None:
+                x = stack.pop()
+                if isinstance(x, _LongInt):
+                    field, digits = k, x.digits
+                elif isinstance(x, dict):
+                    stack.extend(x.values())
+                elif isinstance(x, list):
+                    stack.extend(x)
+            if digits is not None:
+                break
+    if digits is None:  # (not in an object's field: the line itself is a number, or a list)
+        m = re.search(f"[0-9]{{{sys.get_int_max_str_digits() + 1},}}", text)
+        digits = len(m.group(0)) if m else sys.get_int_max_str_digits() + 1
+    return RecordError(path, recno, int_too_long_reason(digits), field=field)
 
 
 class Source:
@@ -332,6 +381,19 @@ class CsvSource(Source):
         # the file's own name says TSV (a ".tsv" in a directory's name does not)
         self.delimiter = "\t" if _uncompressed_name(path).endswith(".tsv") else ","
 
+    def header(self) -> list[str]:
+        """The column names of the file's header ([] for an empty file), read as
+        :meth:`records` reads them."""
+        csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+        f = _open_binary(self.path)
+        text = io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
+        try:
+            return next(csv.reader(text, delimiter=self.delimiter, strict=True), [])
+        except (csv.Error, OSError, EOFError, UnicodeError) as exc:
+            raise InputFileError(f"{self.name}: read error: {exc}") from exc
+        finally:
+            text.close()
+
     def records(self, wanted: np.ndarray | None = None) -> Iterator[tuple[int, Any]]:
         csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
         f = _open_binary(self.path)
@@ -439,6 +501,10 @@ class ParquetSource(Source):
 
     def table(self):
         return self._file.read()
+
+    def schema(self):
+        """The file's Arrow schema (its columns, with no row read)."""
+        return self._file.schema_arrow
 
 
 def _rows_by_value(batch) -> list[dict]:
@@ -611,8 +677,10 @@ def read_buffer_bytes(sources: list[Source]) -> int:
 
 
 def open_sources(inputs: Any) -> list[Source]:
-    """Turn what the user passed (paths, ``"-"``, a list of dicts) into sources."""
-    if isinstance(inputs, (str, os.PathLike)):
+    """Turn what the user passed (paths, ``"-"``, a list of dicts) into sources. A path may
+    be a str, bytes (a file name that is not UTF-8, as os.listdir(b".") gives it) or an
+    os.PathLike, as the standard library takes them; bytes are decoded with os.fsdecode."""
+    if isinstance(inputs, (str, bytes, os.PathLike)):  # (bytes iterated were taken for numbers)
         inputs = [inputs]
     if isinstance(inputs, Mapping):  # (iterated, its keys were taken for file names)
         raise InputTypeError("inputs: one record (a dict) was given: give a list of records")
@@ -629,9 +697,12 @@ def open_sources(inputs: Any) -> list[Source]:
         if isinstance(item, Source):
             sources.append(item)
             continue
-        if not isinstance(item, (str, os.PathLike)):
+        if not isinstance(item, (str, bytes, os.PathLike)):
             raise InputTypeError(f"inputs[{i}]: expected a path, '-' or a record (a dict), got {type(item).__name__}")
-        path = os.fspath(item)
+        try:
+            path = os.fsdecode(item)  # (an os.PathLike may give bytes too)
+        except TypeError as exc:  # an os.PathLike whose __fspath__ gives neither
+            raise InputTypeError(f"inputs[{i}]: {exc}") from None
         if path == "-":
             sources.append(_StdinSource())
             continue

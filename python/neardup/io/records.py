@@ -4,13 +4,15 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import sys
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import NamedTuple
 
 from neardup.io.errors import RecordError
 
-__all__ = ["Fields", "Limits", "Checked", "check_record", "decode_utf8", "is_valid_unicode", "parse_time"]
+__all__ = ["Fields", "Limits", "Checked", "check_record", "decode_utf8", "is_valid_unicode", "parse_time",
+           "int_too_long_reason"]
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,16 @@ class Fields:
 
 @dataclass(frozen=True)
 class Limits:
-    """Size limits: a text over ``max_chars`` characters is a bad record, not a slow run."""
+    """Size limits: a text over ``max_chars`` characters is a bad record, not a slow run.
+
+    ``finite``: a NaN or an infinity in any field (at any depth, the time field too) is a bad
+    record. The dedup job (both engines) sets it: its outputs are JSON, which has no such
+    numbers (kept.jsonl got ``NaN``, not JSON, copied from a line the json module had read,
+    or null from a Python record, while kept.parquet kept the NaN). The persistent index does
+    not: it stores them as null, as docs/index.md says."""
 
     max_chars: int = 5_000_000
+    finite: bool = False
 
 
 class Checked(NamedTuple):
@@ -151,8 +160,48 @@ def _parse_time(value) -> float:
 
 def _short(value, limit: int = 60) -> str:
     """repr(value), cut to `limit` characters for an error message."""
-    r = repr(value)
+    try:
+        r = repr(value)
+    except ValueError:  # an int past Python's digits limit for text (sys.get_int_max_str_digits)
+        if not isinstance(value, int):
+            raise
+        return f"an integer of {int_digits(value):,} digits"
     return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+#: Below this many bits an int is never past Python's limit on the digits of an int written
+#: as text (sys.get_int_max_str_digits: 640 digits at the least, 3 bits a digit and more).
+_SAFE_INT_BITS = 3 * 640
+
+
+def int_too_long(v: int) -> bool:
+    """`v` cannot be written as text (str() raises ValueError: more digits than
+    sys.get_int_max_str_digits allows, 4,300 by default)."""
+    if v.bit_length() <= _SAFE_INT_BITS:
+        return False
+    try:
+        str(v)
+    except ValueError:
+        return True
+    return False
+
+
+def int_digits(v: int) -> int:
+    """The decimal digits of `v` (without its sign), counted without writing it as text."""
+    v = abs(int(v))
+    d = max(1, int(v.bit_length() * 0.30102999566398120))
+    p = 10 ** d
+    while v >= p:
+        d, p = d + 1, p * 10
+    while d > 1 and v < p // 10:
+        d, p = d - 1, p // 10
+    return d
+
+
+def int_too_long_reason(digits: int) -> str:
+    """The bad record's reason for an integer of `digits` digits past Python's limit."""
+    return (f"integer too long: {digits:,} digits, over the limit of {sys.get_int_max_str_digits():,} "
+            "digits Python reads or writes (give it as a string)")
 
 
 def decode_utf8(data: bytes) -> str:
@@ -204,7 +253,10 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
         if not key.isascii() and not is_valid_unicode(key):
             raise RecordError(path, recno, "id is not valid Unicode (lone surrogate)", field=fields.id)
     elif tid is int:
-        key = str(rid)
+        try:
+            key = str(rid)
+        except ValueError:  # past sys.get_int_max_str_digits (a Python record: JSON's is refused when read)
+            raise RecordError(path, recno, int_too_long_reason(int_digits(rid)), field=fields.id) from None
     elif rid is None:
         raise RecordError(path, recno, "missing id", field=fields.id)
     else:
@@ -260,15 +312,24 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
             else:
                 source = str(src)
     # Every other field, at any depth, names included: a lone surrogate in one (JSON's
-    # "\udc80" in the source, say) passed, and the writers failed on it after the whole run.
+    # "\udc80" in the source, say) passed, and the writers failed on it after the whole run;
+    # so did an int past Python's digits limit for text (a Python record's: JSON's is refused
+    # when read), and, with limits.finite, a NaN or an infinity (JSON has none).
     # Cheap for the usual record: str.isascii() is a flag read, and only non-ASCII strings are
     # encoded (the text, already checked, is skipped by identity).
+    finite = limits.finite
     for v in rec.values():
         tv = type(v)
         if tv is str:
             if v.isascii() or v is raw or is_valid_unicode(v):
                 continue
-        elif tv is int or tv is float or v is None or tv is bool:
+        elif tv is float:
+            if not finite or v - v == 0.0:  # (NaN and infinities give NaN)
+                continue
+        elif tv is int:
+            if v.bit_length() <= _SAFE_INT_BITS or not int_too_long(v):
+                continue
+        elif v is None or tv is bool:
             continue
         elif tv is list:  # (a list of ASCII strings, say tags, without a call)
             for x in v:
@@ -276,44 +337,87 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
                     break
             else:
                 continue
-            if _valid_deep(v):
+            if _problem(v, finite) is None:
                 continue
-        elif _valid_deep(v):
+        elif _problem(v, finite) is None:
             continue
-        _raise_unencodable(rec, fields, path, recno)
+        _raise_unencodable(rec, fields, path, recno, finite)
     try:
         names_ascii = "".join(rec).isascii()
     except TypeError:  # (a Python record may have a number as a field name)
         names_ascii = False
-    if not names_ascii and not _valid_deep(list(rec)):
-        _raise_unencodable(rec, fields, path, recno)
+    if not names_ascii and _problem(list(rec)) is not None:
+        _raise_unencodable(rec, fields, path, recno, finite)
     return Checked(rid, key, text, t, source, time_error)
 
 
-def _valid_deep(v) -> bool:
-    """No string in `v` (a string, or a list, tuple or dict of them at any depth, dict keys
-    included) holds a lone surrogate."""
+def _non_finite(v) -> str | None:
+    """'NaN', 'Infinity' or '-Infinity' for such a float (a float subclass, np.float64, or
+    another real number type such as np.float32 too), else None."""
+    if isinstance(v, float) or (isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral)):
+        try:
+            f = float(v)
+        except (TypeError, ValueError, OverflowError):  # pragma: no cover - an odd Real
+            return None
+        if math.isnan(f):
+            return "NaN"
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+    return None
+
+
+def _problem(v, finite: bool = False) -> tuple[str, object] | None:
+    """Why `v` (a value, or a list, tuple or dict of values at any depth, dict keys included)
+    cannot be written to the outputs, or None: ``("surrogate", None)`` for a string holding a
+    lone surrogate, ``("int", digits)`` for an int past Python's digits limit for text, and
+    with `finite` ``("number", "NaN")`` (or "Infinity", "-Infinity")."""
     stack = [v]  # (not recursive: JSON may nest 1,000 levels, past Python's recursion limit)
     pop, push = stack.pop, stack.extend
     while stack:
         v = pop()
         if isinstance(v, str):
             if not v.isascii() and not is_valid_unicode(v):
-                return False
+                return ("surrogate", None)
         elif isinstance(v, dict):
             push(v)
             push(v.values())
         elif isinstance(v, (list, tuple)):
             push(v)
-    return True
+        elif isinstance(v, int):
+            if not isinstance(v, bool) and int_too_long(v):
+                return ("int", int_digits(v))
+        elif finite and (bad := _non_finite(v)) is not None:
+            return ("number", bad)
+    return None
 
 
-def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int):
-    """Raise the record's error for the first field (or field name) holding a lone surrogate."""
+def non_finite_reason(name: str, nested: bool = False) -> str:
+    """The bad record's reason for a NaN or an infinity (`name`: "NaN", "Infinity", ...)."""
+    hint = ("null is JSON's missing value" if name == "NaN"
+            else "a number past a float's range, such as 1e400, is read as one")
+    return f"the value {'holds' if nested else 'is'} {name}, which JSON cannot hold ({hint})"
+
+
+def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int, finite: bool = False):
+    """Raise the record's error for the first field (or field name) holding a value the
+    outputs cannot write (:func:`_problem`)."""
     for k, v in rec.items():
-        if not _valid_deep(k):
-            raise RecordError(path, recno, "the field's name is not valid Unicode (lone surrogate)", field=k)
-        if not _valid_deep(v):
+        # (a name that is a number is written as its text: NaN is "NaN", not a number)
+        why = _problem(k)
+        if why is not None:
+            reason = ("the field's name is not valid Unicode (lone surrogate)" if why[0] == "surrogate"
+                      else f"the field's name: {int_too_long_reason(why[1])}")
+            raise RecordError(path, recno, reason, field=k if isinstance(k, str) else None)
+        why = _problem(v, finite)
+        if why is None:
+            continue
+        kind, detail = why
+        if kind == "surrogate":
             what = "source" if k == fields.source else "the value"
-            raise RecordError(path, recno, f"{what} is not valid Unicode (lone surrogate)", field=str(k))
-    raise AssertionError("no field holds a lone surrogate")  # pragma: no cover
+            reason = f"{what} is not valid Unicode (lone surrogate)"
+        elif kind == "int":
+            reason = int_too_long_reason(detail)
+        else:
+            reason = non_finite_reason(detail, nested=isinstance(v, (dict, list, tuple)))
+        raise RecordError(path, recno, reason, field=str(k))
+    raise AssertionError("no field holds a value the outputs cannot write")  # pragma: no cover

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from typing import IO
 
 from neardup.errors import NeardupError
-from neardup.io.errors import OutputError
+from neardup.io.errors import OutputError, _writable
 
-__all__ = ["atomic_open", "dumps", "json_default", "staged", "write_jsonl"]
+__all__ = ["atomic_open", "dumps", "json_default", "staged", "writable_tree", "write_jsonl"]
 
 try:
     import orjson as _orjson
@@ -42,6 +42,20 @@ def dumps(obj) -> str:
         except TypeError:
             pass  # e.g. an int over 64 bits: the standard library copes
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=json_default)
+
+
+def writable_tree(obj):
+    """`obj` (a report: dicts, lists, strings, numbers) with every string that holds a lone
+    surrogate as its backslash escape (RecordError.as_dict's rule, keys too): a file name that
+    is not UTF-8 (os.fsdecode's, or argv's, ``caf\\udce9.jsonl``) failed report.json's UTF-8
+    writer after the whole run."""
+    if isinstance(obj, str):
+        return _writable(obj)
+    if isinstance(obj, dict):
+        return {writable_tree(k): writable_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [writable_tree(v) for v in obj]
+    return obj
 
 
 def ensure_output_dir(outdir: str) -> None:

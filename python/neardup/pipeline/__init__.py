@@ -15,7 +15,7 @@ __all__ = ["dedup", "DedupOptions", "DedupResult"]
 
 def dedup(
     inputs: Any,
-    out: str | os.PathLike | None = None,
+    out: str | bytes | os.PathLike | None = None,
     *,
     id_field: str = "id",
     text_field: str = "text",
@@ -50,7 +50,8 @@ def dedup(
     """Find near-duplicate documents, cluster them and keep one per cluster.
 
     ``inputs``: a path, a list of paths (JSONL, .jsonl.gz, .jsonl.zst, Parquet, CSV; ``"-"``
-    for stdin), or a list of dict records. ``out``: a directory for clusters.jsonl,
+    for stdin), or a list of dict records; a path (here, ``out`` and ``tmp_dir``) is a str,
+    bytes or an os.PathLike, as the standard library takes them. ``out``: a directory for clusters.jsonl,
     pairs.jsonl, kept.jsonl (or kept.parquet) and report.json; ``None`` writes nothing.
     The other arguments are those of ``neardup dedup`` (see docs/dedup.md); ``memory_limit``
     (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md);

@@ -78,7 +78,9 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
     bar = progress(opts.progress, "write kept records", total=int(kept_mask.sum()))
     try:
         if opts.output_format == "parquet":
-            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id)
+            # (with no kept record the file still has the inputs' columns: empty_kept_schema)
+            empty = None if kept_mask.any() else _empty_schema(sources, opts.fields)
+            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id, empty)
         else:
             with atomic_open(path, "wb") as f:
                 if all(isinstance(s, JsonlSource) for s in sources):
@@ -173,14 +175,33 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
                 bar.update(len(idx))
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar, id_field: str | None = None) -> None:
+def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar, id_field: str | None = None,
+                        empty=None) -> None:
     """The kept records as Parquet: a column per field of any record (types that disagree
     between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
-    Spark engine calls too."""
+    Spark engine calls too. `empty`: the schema when no record is kept."""
     from neardup.pipeline.parquet_out import write_kept
 
     def records():
         for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
             yield (json.loads(obj) if isinstance(obj, bytes) else obj), alts
 
-    write_kept(path, records(), id_field)
+    write_kept(path, records(), id_field, empty)
+
+
+def _empty_schema(sources, fields):
+    """kept.parquet's schema for a run that keeps no record (parquet_out.empty_kept_schema):
+    the columns of the Parquet inputs (as a run with records types them) and the CSV headers'
+    (strings); a JSONL input or a list of records has no columns to tell."""
+    import pyarrow as pa
+
+    from neardup.io.readers import CsvSource, ParquetSource
+    from neardup.pipeline.parquet_out import empty_kept_schema, written_type
+
+    columns = []
+    for s in sources:
+        if isinstance(s, ParquetSource):
+            columns += [(f.name, written_type(f.type)) for f in s.schema()]
+        elif isinstance(s, CsvSource):
+            columns += [(h, pa.string()) for h in s.header()]
+    return empty_kept_schema(columns, fields)

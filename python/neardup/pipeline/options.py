@@ -7,7 +7,7 @@ import numbers
 from dataclasses import asdict, dataclass, field
 
 from neardup.errors import InvalidParameterError
-from neardup.io.records import Fields
+from neardup.io.records import Fields, Limits
 
 __all__ = ["DedupOptions"]
 
@@ -143,6 +143,10 @@ class DedupOptions:
         if self.tmp_dir is not None:  # said now, not when a spill first needs it (exit 4, unnamed)
             import os
 
+            try:  # bytes and os.PathLike as the standard library takes them; a str from here on
+                self.tmp_dir = os.fsdecode(self.tmp_dir)
+            except TypeError:
+                bad(f"tmp_dir must be a path (str, bytes or os.PathLike) or None, got {self.tmp_dir!r}")
             if not os.path.isdir(self.tmp_dir):
                 bad(f"tmp_dir {self.tmp_dir!r} is not a directory")
             if not os.access(self.tmp_dir, os.W_OK | os.X_OK):
@@ -151,6 +155,11 @@ class DedupOptions:
             from neardup.pipeline.memory import parse_size
 
             self.memory_limit = parse_size(self.memory_limit)
+
+    def limits(self) -> Limits:
+        """The record checks of a dedup run (both engines): ``max_chars``, and a NaN or an
+        infinity in any field refused, as the outputs are JSON (records.Limits)."""
+        return Limits(max_chars=self.max_chars, finite=True)
 
     def as_dict(self) -> dict:
         d = asdict(self)

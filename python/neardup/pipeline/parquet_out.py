@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from neardup.io.writers import json_default
 
-__all__ = ["BLOCK", "ParquetRecords", "table_of", "write_kept"]
+__all__ = ["BLOCK", "ParquetRecords", "empty_kept_schema", "table_of", "write_kept", "written_type"]
 
 #: Records per block handed to :class:`ParquetRecords` by :func:`write_kept`.
 BLOCK = 8192
@@ -140,9 +140,11 @@ class ParquetRecords:
     """``write(rows)`` a block at a time, then ``close()``; the file is `path` (the caller makes
     it atomic). Parts, when the schema widens, are `path`.part<N>, removed by ``close``."""
 
-    def __init__(self, path: str, fix=None) -> None:
+    def __init__(self, path: str, fix=None, empty=None) -> None:
         self.path = path
         self.fix = fix  # applied to each block's table before its schema is compared (write_kept)
+        self.empty = empty  # the file's schema when no record comes (empty_kept_schema), or a
+                            # function that makes it (asked only then)
         self.parts: list[tuple[str, pa.Schema]] = []
         self.schema: pa.Schema | None = None
         self._writer: pq.ParquetWriter | None = None
@@ -185,8 +187,11 @@ class ParquetRecords:
 
     def close(self) -> None:
         """Finish the file: with parts, every part is read back and written under the final schema."""
-        if self._writer is None:  # no records: a file with just the alternates column
-            pq.write_table(pa.table({"alternates": pa.array([], pa.list_(pa.string()))}), self.path)
+        if self._writer is None:  # no records: the columns a run with records would have had
+            schema = self.empty() if callable(self.empty) else self.empty
+            if schema is None:
+                schema = pa.schema([("alternates", pa.list_(pa.string()))])
+            pq.write_table(schema.empty_table(), self.path)
             return
         self._writer.close()
         if not self.parts:
@@ -225,18 +230,20 @@ def _typed_alternates(id_field: str | None):
     return fix
 
 
-def write_kept(path: str, records, id_field: str | None = None) -> None:
+def write_kept(path: str, records, id_field: str | None = None, empty=None) -> None:
     """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
     over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
     (a dict, changed in place) gets ``"alternates"``, the ids as the input gave them (a list
     of int64 when they are integers, as the ``id`` column; of strings when any is not; a field
     of that name keeps its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
     Spark engine both write kept.parquet here. `id_field`: the records' id field, which types
-    the alternates of a block that has none (:func:`_typed_alternates`)."""
+    the alternates of a block that has none (:func:`_typed_alternates`). `empty`: the file's
+    schema when there is no kept record at all (:func:`empty_kept_schema`), or a function
+    that makes it, called only then."""
     from neardup.io.writers import atomic_path
 
     with atomic_path(path) as tmp:
-        out = ParquetRecords(tmp, fix=_typed_alternates(id_field))
+        out = ParquetRecords(tmp, fix=_typed_alternates(id_field), empty=empty)
         try:
             rows: list[dict] = []
             for obj, alts in records:
@@ -252,3 +259,59 @@ def write_kept(path: str, records, id_field: str | None = None) -> None:
             raise
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
+
+
+def written_type(t: pa.DataType) -> pa.DataType:
+    """The type of the kept.parquet column that a column of type `t` of an input (a Parquet
+    file's, a DataFrame's) becomes: its values are read as Python values (to_pylist) and typed
+    again by :func:`table_of`, so integers are int64, floats double, times microseconds,
+    dictionaries their values, maps lists of their entries' JSON texts. A decimal keeps its
+    type (a run with records infers precision and scale from its values)."""
+    if pa.types.is_dictionary(t):
+        return written_type(t.value_type)
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_floating(t):
+        return pa.float64()
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return pa.string()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return pa.binary()
+    if pa.types.is_date(t):
+        return pa.date32()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_time(t):
+        return pa.time64("us")
+    if pa.types.is_duration(t):
+        return pa.duration("us")
+    if pa.types.is_map(t):
+        return pa.list_(pa.string())
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return pa.list_(written_type(t.value_type))
+    if pa.types.is_struct(t):
+        st = pa.struct([pa.field(f.name, written_type(f.type)) for f in t])
+        return st if _writable(st) else pa.string()
+    return t
+
+
+def empty_kept_schema(columns, fields) -> pa.Schema:
+    """kept.parquet's schema for a run that keeps no record (an empty input, or every record
+    bad and skipped), so that a reader of the day's files finds the columns a day with
+    records has: `columns`, the inputs' own (name, type) pairs in input order (a Parquet
+    file's, a CSV header's as strings; :func:`written_type` applied by the caller), the
+    types of a name given twice merged as blocks' are; then the id, text and title fields
+    as strings where no input typed them (a JSONL input has no schema: its ids may be
+    integers or strings, and string is the one a reader can take either as); and
+    ``alternates`` (in place if an input has a field of that name) typed after the id
+    column, as in a run with records (:func:`_typed_alternates`)."""
+    types: dict[str, pa.DataType] = {}
+    for name, t in columns:
+        types[name] = _merge_type(types[name], t) if name in types else t
+    for name in (fields.id, fields.text, fields.title):
+        if name and name not in types:
+            types[name] = pa.string()
+    ids = types.get(fields.id)
+    elem = pa.int64() if ids is not None and pa.types.is_integer(ids) else pa.string()
+    types["alternates"] = pa.list_(elem)
+    return pa.schema([(n, t) for n, t in types.items()])

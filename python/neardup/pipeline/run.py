@@ -27,10 +27,11 @@ import numpy as np
 
 import neardup
 from neardup import _core
+from neardup.errors import InputTypeError
 from neardup.io.errors import RecordError
 from neardup.io.readers import Source, open_sources, read_buffer_bytes
-from neardup.io.records import Limits, check_record
-from neardup.io.writers import atomic_open, staged
+from neardup.io.records import check_record
+from neardup.io.writers import atomic_open, staged, writable_tree
 from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
 from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
                                         pairs_from_keys)
@@ -78,8 +79,9 @@ def _progress(enabled: bool, desc: str, total: int | None = None, unit: str = "d
     return None
 
 
-def run(inputs: Any, out: str | os.PathLike | None, opts: DedupOptions) -> DedupResult:
+def run(inputs: Any, out: str | bytes | os.PathLike | None, opts: DedupOptions) -> DedupResult:
     opts.check()
+    out = out_path(out)
     t_start = time.perf_counter()
     log = StageLog()
     sources = open_sources(inputs)
@@ -92,7 +94,7 @@ def run(inputs: Any, out: str | os.PathLike | None, opts: DedupOptions) -> Dedup
 
 def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start: float) -> DedupResult:
     fields = opts.fields
-    limits = Limits(max_chars=opts.max_chars)
+    limits = opts.limits()  # (NaN and infinities refused: the outputs are JSON)
     mem = MemoryBudget(opts.memory_limit)
     docs = DocTable()
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
@@ -552,9 +554,22 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         with atomic_open(os.path.join(os.fspath(out), "report.json")) as f:
             import json
 
-            json.dump(report, f, indent=2, ensure_ascii=False)
+            json.dump(writable_tree(report), f, indent=2, ensure_ascii=False)  # (a file name not UTF-8)
             f.write("\n")
     return result
+
+
+def out_path(out, what: str = "out") -> str | None:
+    """The output directory (`what`, for the message) as a str: a str, bytes (os.fsdecode) or
+    an os.PathLike, as the standard library takes a path; anything else is said before the
+    run, not after it (where os.path.join failed on bytes and on a number)."""
+    if out is None:
+        return None
+    try:
+        return os.fsdecode(out)
+    except TypeError:
+        raise InputTypeError(f"{what}: expected a directory path (str, bytes or os.PathLike) or None, "
+                             f"got {type(out).__name__}") from None
 
 
 def _finish_report(report: dict, log, t_start: float) -> None:

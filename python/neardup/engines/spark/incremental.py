@@ -29,7 +29,7 @@ from typing import Any
 
 from neardup import kernels as K
 from neardup.errors import InvalidParameterError
-from neardup.io.records import Fields, Limits
+from neardup.io.records import Fields
 from neardup.pipeline.candidates import choose_bands
 from neardup.pipeline.options import DedupOptions
 
@@ -60,11 +60,11 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
 
     from neardup.engines.spark.run import _CHECKED_DDL, _append, _checked_inputs, _map, _rec_error
 
-    checked, meta = _checked_inputs(spark, inputs, opts.fields, Limits(max_chars=opts.max_chars))
+    checked, meta = _checked_inputs(spark, inputs, opts.fields, opts.limits())
     if opts.on_error == "stop":
         bad = checked.filter(F.col("error").isNotNull()).orderBy("pos").limit(1).collect()
-        if bad:
-            raise _rec_error(json.loads(bad[0].error))
+        if bad:  # (naming the file and line of an input of several files: Source.located)
+            raise meta[int(bad[0].pos) >> K.POS_SHIFT].located(_rec_error(json.loads(bad[0].error)))
     good = checked.filter(F.col("error").isNull())
     docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.unit), ["xkey", "ntok"]),
                 _CHECKED_DDL + ", xkey BIGINT, ntok BIGINT")

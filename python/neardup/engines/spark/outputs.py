@@ -43,7 +43,7 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
     path = os.path.join(outdir, name)
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, drop, alts, opts.fields.id)
+        _write_kept_parquet(path, sources, drop, alts, opts.fields.id, fields=opts.fields)
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
@@ -55,6 +55,8 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             # (a CSV record's ``value`` is the local reader's dict as JSON: the local engine
             # writes a kept CSV record as that dict plus "alternates")
             kept = kept.join(alt, "pos", "left")
+            if s.files:  # several files (a glob): Spark orders their splits by size, not by file
+                kept = kept.orderBy("pos")
             jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
             # each row as the local engine writes a kept Parquet record: its dict (Arrow's
@@ -83,7 +85,7 @@ def _ids_as_given(alts: list | None, ints: list | None) -> list:
     return [int(x) if i else x for x, i in zip(alts, ints)] if alts else []
 
 
-def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None) -> None:
+def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None, fields=None) -> None:
     """``path``/part-00000.parquet: the kept records of every source, in input order, through
     the local engine's writer (module docstring). The directory is the Spark engine's layout
     for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
@@ -97,7 +99,10 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
     for s in sources:
         kept = s.raw.join(drop, "pos", "left_anti").join(alt, "pos", "left")
         if s.format in ("jsonl", "csv"):
-            # the splits of a file in file order, each filtered in place: no sort needed
+            # the splits of a file in file order, each filtered in place: no sort needed, but
+            # for an input of several files, whose splits Spark orders by size
+            if s.files:
+                kept = kept.orderBy("pos")
             parts.append(_map(kept.select("value", _ALTS, _ALT_INT), _kept_lines_records, "rec BINARY"))
         else:
             rows = kept.orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
@@ -115,8 +120,38 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
     elif os.path.exists(path):
         os.unlink(path)
     os.makedirs(path)
-    write_kept(os.path.join(path, "part-00000.parquet"), records(), id_field)
+    empty = None if fields is None else (lambda: _empty_schema(sources, fields))
+    write_kept(os.path.join(path, "part-00000.parquet"), records(), id_field, empty)
     open(os.path.join(path, "_SUCCESS"), "wb").close()
+
+
+def _empty_schema(sources, fields) -> pa.Schema:
+    """kept.parquet's schema for a run that keeps no record, as the local engine makes it
+    (pipeline/kept.py, parquet_out.empty_kept_schema): a local Parquet file's columns from its
+    own schema, another Parquet input's or a DataFrame's from Spark's (zoned timestamps in the
+    file's zone, as ``_record_rows`` gives them), a CSV file's header as strings."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from neardup.engines.spark.sources import _local_path
+    from neardup.io.readers import CsvSource
+    from neardup.pipeline.parquet_out import empty_kept_schema, written_type
+
+    columns: list = []
+    for s in sources:
+        if s.format == "csv":
+            columns += [(h, pa.string()) for h in CsvSource(_local_path(s.path, "CSV")).header()]
+        elif s.format == "parquet" and "://" not in s.path and os.path.isfile(s.path):
+            import pyarrow.parquet as pq
+
+            columns += [(f.name, written_type(f.type)) for f in pq.read_schema(s.path)]
+        elif s.format in ("parquet", "dataframe"):
+            by_name = {f.name: f.dataType for f in s.raw.schema.fields}
+            for c in s.cols:
+                t = to_arrow_type(by_name[c])
+                if pa.types.is_timestamp(t) and (s.tzs or {}).get(c):
+                    t = pa.timestamp(t.unit, (s.tzs or {})[c])
+                columns.append(((s.renames or {}).get(c, c), written_type(t)))
+    return empty_kept_schema(columns, fields)
 
 
 def _kept_lines_records(t: pa.Table) -> pa.Table:

@@ -44,13 +44,13 @@ from neardup.engines.spark.outputs import write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.errors import InvalidParameterError
 from neardup.io.errors import InputFileError, RecordError
-from neardup.io.writers import ensure_output_dir
+from neardup.io.writers import ensure_output_dir, writable_tree
 from neardup.io.records import Fields, Limits
 from neardup.lsh import candidate_probability
 from neardup.pipeline.candidates import choose_bands, curve_table
 from neardup.pipeline.options import DedupOptions
 from neardup.pipeline.report import StageLog, peak_rss_mb
-from neardup.pipeline.run import DedupResult
+from neardup.pipeline.run import DedupResult, out_path
 
 __all__ = ["session", "dedup_spark", "run_spark", "read_outputs", "SparkDedupResult", "MAX_SKIPPED_LISTED"]
 
@@ -240,13 +240,16 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
     opts.check()
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
         raise InvalidParameterError(f"partitions must be a positive integer, got {partitions!r}")
+    out = out_path(out)  # a str (bytes and os.PathLike as the local engine takes them)
+    if checkpoint_dir is not None:
+        checkpoint_dir = out_path(checkpoint_dir, "checkpoint_dir")
     if out is not None:  # before the job, not after it (a file there failed the run at the end)
-        ensure_output_dir(os.fspath(out))
+        ensure_output_dir(out)
     simhash = opts.method == "simhash"
     t_start = time.perf_counter()
     log = StageLog()
     fields = opts.fields
-    limits = Limits(max_chars=opts.max_chars)
+    limits = opts.limits()  # (NaN and infinities refused: the outputs are JSON)
     # SimHash has no LSH bands: its band rows are the fingerprint's max_distance + 1 blocks
     b, r = (0, 0) if simhash else choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
     params = K.KernelParams.from_options(opts, b, r, threads=1)
@@ -289,11 +292,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             errors_first = (checked.filter(F.col("error").isNotNull()).select("pos", "error")
                             .orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()) if n_bad else []
             dup_first = dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
-            listed = [(row.pos, _rec_error(json.loads(row.error))) for row in errors_first]
+            # (the file and line of a record of an input of several files: Source.where)
+            listed = [(row.pos, sources[int(row.pos) >> K.POS_SHIFT].located(_rec_error(json.loads(row.error))))
+                      for row in errors_first]
             for row in dup_first:
-                s, rn = int(row.pos) >> K.POS_SHIFT, int(row.pos) & ((1 << K.POS_SHIFT) - 1)
-                fs, frn = int(row.first_pos) >> K.POS_SHIFT, int(row.first_pos) & ((1 << K.POS_SHIFT) - 1)
-                listed.append((row.pos, RecordError(names[s], rn, f"duplicate id {row.id!r} (first at {names[fs]}:{frn})",
+                name, rn = _where(sources, row.pos)
+                first_name, frn = _where(sources, row.first_pos)
+                listed.append((row.pos, RecordError(name, rn, f"duplicate id {row.id!r} (first at {first_name}:{frn})",
                                                     field=fields.id)))
             listed.sort(key=lambda x: x[0])
             if listed and opts.on_error == "stop":
@@ -468,8 +473,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         if report["unreadable_times"]:
             te = docs.filter(F.col("time_error").isNotNull())
             report["unreadable_time_records"] = [
-                {"file": names[int(x.pos) >> K.POS_SHIFT], "line": int(x.pos) & ((1 << K.POS_SHIFT) - 1),
-                 "field": fields.time, "reason": x.time_error}
+                dict(zip(("file", "line"), _where(sources, x.pos)), field=fields.time, reason=x.time_error)
                 for x in te.select("pos", "time_error").orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()]
         else:
             report["unreadable_time_records"] = []
@@ -493,7 +497,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             from neardup.io.writers import atomic_open
 
             with atomic_open(os.path.join(os.fspath(out), "report.json")) as f:
-                json.dump(report, f, indent=2, ensure_ascii=False)
+                json.dump(writable_tree(report), f, indent=2, ensure_ascii=False)  # (a file name not UTF-8)
                 f.write("\n")
         return result
     except Exception as exc:
@@ -573,6 +577,12 @@ def _partitions(spark, partitions: int | None, sources) -> int:
 
 def _rec_error(d: dict) -> RecordError:
     return RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
+
+
+def _where(sources, pos) -> tuple[str, int]:
+    """(file, line) of the record named `pos` (its input's file that holds it: Source.where)."""
+    pos = int(pos)
+    return sources[pos >> K.POS_SHIFT].where(pos & ((1 << K.POS_SHIFT) - 1))
 
 
 def _exact_pass(t: pa.Table) -> pa.Table:

@@ -10,6 +10,7 @@ carrying the texts through the shuffles cost serialising and writing the whole c
 """
 from __future__ import annotations
 
+import bisect
 import os
 import re
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.io.errors import InputFileError
+from neardup.errors import InputTypeError
+from neardup.io.errors import InputFileError, RecordError
 from neardup.io.readers import format_of
 from neardup.io.records import Fields, Limits
 
@@ -38,6 +40,28 @@ class Source:
                                            # as one of raw's own (``pos``, ``src``, ``recno``)
     tzs: dict[str, str] | None = None      # raw's name -> the time zone of a zoned timestamp column
                                            # of a local Parquet file (outputs._record_rows)
+    files: list[tuple[int, str]] | None = None  # an input of several files (a URL glob, a directory):
+                                                # (first record number, file) of each, in order
+
+    def where(self, recno: int) -> tuple[str, int]:
+        """(file, line or row in that file) of record `recno`. The record numbers of an input
+        of several files run on from file to file (they name the records apart); a message
+        names the file that holds the record and its own line, as the local engine would
+        for that file (a glob's third line of its second file was "glob:6")."""
+        if not self.files:
+            return self.path, recno
+        i = bisect.bisect_right(self.files, recno, key=lambda f: f[0]) - 1
+        if i < 0:  # pragma: no cover - numbers start at the first file's
+            return self.path, recno
+        first, name = self.files[i]
+        return name, recno - first + 1
+
+    def located(self, err: RecordError) -> RecordError:
+        """`err` (a kernel's, naming this input and a record number) naming the file and line."""
+        if not self.files:
+            return err
+        name, line = self.where(err.line)
+        return RecordError(name, line, err.reason, field=err.field)
 
     def checker(self, fields: Fields, limits: Limits, names: list[str]) -> Callable[[pa.Table], pa.Table]:
         """Kernel: raw rows (as :meth:`check_input` selects them) → ``CHECKED`` rows."""
@@ -60,7 +84,7 @@ class Source:
 def read_sources(spark, inputs) -> list[Source]:
     from pyspark.sql import functions as F
 
-    if isinstance(inputs, (str, os.PathLike)) or _is_df(inputs):
+    if isinstance(inputs, (str, bytes, os.PathLike)) or _is_df(inputs):  # (bytes iterated are numbers)
         inputs = [inputs]
     out = []
     for i, item in enumerate(inputs):
@@ -74,7 +98,9 @@ def read_sources(spark, inputs) -> list[Source]:
                                   *[numbered[c] for c in cols])
             out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols, renames=renames))
             continue
-        path = os.fspath(item)
+        if not isinstance(item, (str, bytes, os.PathLike)):
+            raise InputTypeError(f"inputs[{i}]: expected a path or a Spark DataFrame, got {type(item).__name__}")
+        path = os.fsdecode(item)  # a path as the standard library takes one: str, bytes, os.PathLike
         if path == "-":
             raise InputFileError("-: the Spark engine cannot read stdin; write it to a file first")
         if not os.path.exists(path) and "://" not in path:
@@ -86,16 +112,19 @@ def read_sources(spark, inputs) -> list[Source]:
             lines = _read_zst_jsonl(spark, path, i)
             out.append(Source(i, path, "jsonl", _with_pos(lines), cached=lines))
         elif fmt == "jsonl":
-            out.append(Source(i, path, "jsonl", _with_pos(_read_jsonl(spark, _hadoop_path(path), i))))
+            lines, files = _read_jsonl(spark, _hadoop_path(path), i)
+            out.append(Source(i, path, "jsonl", _with_pos(lines), files=_files_named(path, files)))
         elif fmt == "csv":
             rows = _read_csv(spark, path, i)
             out.append(Source(i, path, "csv", _with_pos(rows), cached=rows))
         elif fmt == "parquet":
             df = spark.read.parquet(_hadoop_path(path))
             cols, renames, sel = _record_columns(df)
-            raw = df.select(F.lit(i).alias("src"), _parquet_recno(df).alias("recno"), *sel)
+            recno, files = _parquet_recno(df)
+            raw = df.select(F.lit(i).alias("src"), recno.alias("recno"), *sel)
             out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames,
-                              tzs=_parquet_zones(path, dict(zip(df.columns, cols)))))
+                              tzs=_parquet_zones(path, dict(zip(df.columns, cols))),
+                              files=_files_named(path, files)))
         else:
             raise InputFileError(f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}")  # pragma: no cover
     return out
@@ -164,21 +193,35 @@ def _dense_recno(numbered):
 
 
 def _parquet_recno(df):
-    """The record number in a Parquet input: its row's index in its file plus the rows of the
+    """(the record number in a Parquet input: its row's index in its file plus the rows of the
     files before it, in path order (a glob or a directory is several files: their row indexes
-    each start at 0, so records of different files took the same number and name)."""
+    each start at 0, so records of different files took the same number and name); the
+    files, for :meth:`Source.where`)."""
     from pyspark.sql import functions as F
 
     path = F.col("_metadata.file_path")
     counts = sorted(df.select(path.alias("f")).groupBy("f").count().collect())
     row = F.col("_metadata.row_index") + 1
     if len(counts) <= 1:
-        return row
-    offs, run = [], 0
+        return row, [(1, _file_name(f)) for f, _ in counts]
+    offs, run, files = [], 0, []
     for f, c in counts:
         offs += [F.lit(f), F.lit(run)]
+        files.append((run + 1, _file_name(f)))
         run += c
-    return (F.element_at(F.create_map(*offs), path) + row).cast("bigint")
+    return (F.element_at(F.create_map(*offs), path) + row).cast("bigint"), files
+
+
+def _file_name(hadoop_path: str) -> str:
+    """A file as Spark's ``_metadata.file_path`` names it, as a message names it: decoded
+    (Spark gives it URL-encoded: ``c%20d.jsonl`` for ``c d.jsonl``), a local file's URL with its
+    three slashes (``file:///data/a.jsonl``, not Hadoop's ``file:/data/a.jsonl``)."""
+    from urllib.parse import unquote
+
+    name = unquote(hadoop_path)
+    if name.startswith("file:/") and not name.startswith("file://"):
+        return "file://" + name[len("file:"):]
+    return name
 
 
 def _with_pos(raw):
@@ -188,14 +231,56 @@ def _with_pos(raw):
 
 
 def _read_jsonl(spark, path: str, src: int):
-    """(src, recno, value): every line of one JSONL file with its 1-based line number. The
-    line numbers come from per-partition line counts (one JVM-only job); a file's splits are
-    read in file order, and reading the file again gives the same splits and numbers."""
+    """((src, recno, value): every line of a JSONL input with its 1-based number; its files,
+    for :meth:`Source.where`). A URL may name several files (a glob, a directory): the lines
+    of each file are numbered from where the previous file's, in path order, end, so that a
+    line's file and its line in that file can be told (:func:`_line_numbers`). They were
+    numbered by partition, across files: an error named the glob and a line counted over
+    every file before it in the partitions' order, which Spark sorts by split size."""
     from pyspark.sql import functions as F
 
     df = spark.read.text(path).select(
-        F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), "value")
-    return df.select(F.lit(src).alias("src"), _dense_recno(df).alias("recno"), "value")
+        F.monotonically_increasing_id().alias("_mid"), F.col("_metadata.file_path").alias("_file"),
+        F.col("_metadata.file_block_start").alias("_block"), "value")
+    numbered, files = _line_numbers(spark, df)
+    return numbered.select(F.lit(src).alias("src"), "recno", "value"), files
+
+
+def _line_numbers(spark, df):
+    """(`df` with ``recno``, the number of each line, and the (first record number, file) of
+    each file, in path order). `df` has ``_mid`` (``monotonically_increasing_id``), ``_file``
+    and ``_block`` (the file and the start of the split the line was read from). A split is
+    read whole, in file order, by one task, so its lines have consecutive ``_mid``: a line's
+    number is its ``_mid`` less its split's first, plus the lines of the file's earlier splits
+    and of the earlier files — from each split's line count and first ``_mid`` (one JVM-only
+    job), joined back by a broadcast hash join (a literal map of thousands of splits is
+    searched key by key for every line). Reading the input again gives the same splits and
+    numbers."""
+    from pyspark.sql import functions as F
+
+    splits = sorted((r._file, r._block, r.n, r.m) for r in
+                    df.groupBy("_file", "_block").agg(F.count("*").alias("n"), F.min("_mid").alias("m")).collect())
+    deltas, files, run = [], [], 0
+    for f, block, n, m in splits:
+        if not files or files[-1][1] != f:
+            files.append((run + 1, f))
+        deltas.append((f, block, run + 1 - m))
+        run += n
+    if not deltas:  # an input with no line
+        return df.withColumn("recno", F.lit(0).cast("bigint")), []
+    table = spark.createDataFrame(deltas, "_file STRING, _block BIGINT, _delta BIGINT")
+    numbered = df.join(F.broadcast(table), ["_file", "_block"]).withColumn(
+        "recno", (F.col("_mid") + F.col("_delta")).cast("bigint"))
+    return numbered, [(first, _file_name(f)) for first, f in files]
+
+
+def _files_named(path: str, files: list[tuple[int, str]]) -> list[tuple[int, str]] | None:
+    """The files an input's messages name its records by (:meth:`Source.where`): those of a
+    URL that named several, or one other than itself (a glob, a directory); None when the
+    input is its one file (a local path is the user's name for it: kept)."""
+    if len(files) > 1 or ("://" in path and files and files[0][1] != path):
+        return files
+    return None
 
 
 def _read_zst_jsonl(spark, path: str, src: int):
