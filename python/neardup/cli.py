@@ -8,6 +8,7 @@ Exit codes (docs/dedup.md):
   4  an input file cannot be opened or read
   5  the output directory or a file in it cannot be written
   130 interrupted (Ctrl-C); no output file is left half-written
+  143 dedup stopped by SIGTERM (129: SIGHUP), cleaned up as after Ctrl-C
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import argparse
 import json
 import os
 import sys
+import threading
+from contextlib import contextmanager
 
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_RECORD, EXIT_INPUT, EXIT_OUTPUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 5, 130
 
@@ -171,12 +174,53 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     if not a.out:
         print("neardup dedup: -o/--out OUTDIR is required with INPUT files", file=sys.stderr)
         return EXIT_USAGE
-    res = neardup.dedup(a.inputs, a.out, **kwargs, collect=False)  # rows go to files only
+    with _terminate_as_interrupt():
+        res = neardup.dedup(a.inputs, a.out, **kwargs, collect=False)  # rows go to files only
     if a.json:
         print(json.dumps(res.report, indent=2))
     elif not a.quiet:
         print(summary_text(res.report))
     return EXIT_OK
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during ``neardup dedup``: raised in the main thread as Ctrl-C's
+    KeyboardInterrupt is, so that the same cleanup runs (spill files and partial outputs
+    removed, the previous run's outputs left as they were); the default action killed the
+    process with all of them left behind. ``code``: the shell's 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.signum = signum
+        self.code = 128 + signum
+        super().__init__(signal.Signals(signum).name)
+
+
+@contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the block runs (the main thread
+    only: Python runs signal handlers there); the previous handlers are restored after. A
+    second signal while the first one's cleanup runs is ignored, so it cannot cut it short."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (signal.signal works only in the main thread: main() called from elsewhere)
+        return
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise Terminated(signum)
+
+    wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    previous = {sig: signal.signal(sig, handler) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h if h is not None else signal.SIG_DFL)
 
 
 #: `curve` compares with datasketch's optimiser up to this many permutations.
@@ -317,6 +361,7 @@ def _main(argv: list[str] | None) -> int:
             return __import__("neardup.index.cli").index.cli.run(a)
     except (KeyboardInterrupt, Exception) as exc:
         return exit_for(exc, a.command, [
+            (Terminated, None, "neardup: terminated ({exc})"),
             (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup: interrupted"),
             (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}\n" + (
                 "(eval reads the corpus as the run did, with its --on-error: is it the corpus the run read?)"
@@ -351,7 +396,7 @@ def exit_for(exc: BaseException, prog: str, rules: list[tuple]) -> int:
     for types, code, template in rules:
         if isinstance(exc, types):
             print(template.format(prog=prog, exc=exc), file=sys.stderr)
-            return code
+            return code if code is not None else exc.code  # (None: the exception's own, Terminated's)
     raise exc
 
 

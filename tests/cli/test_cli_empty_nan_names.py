@@ -1,12 +1,15 @@
-"""`neardup dedup` on an empty day with --format parquet, on NaN and on integers past Python's
-digits limit (exit 3 naming line and field), and on an input file whose name is not UTF-8."""
+"""`neardup dedup` on an empty day with --format parquet, on a JSON line's NaN and on integers
+past Python's digits limit (exit 3 naming line and field), on a Parquet file's NaN (a value:
+exit 0, null in kept.jsonl), and on an input file whose name is not UTF-8."""
 import json
+import math
 import os
 import subprocess
 import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from neardup.cli import main
 
 A = "the council approved the new library budget after a long debate on tuesday night"
@@ -28,6 +31,20 @@ def test_nan_is_a_bad_record(tmp_path, capsys):
     assert "in.jsonl:2: field 'score': the value is NaN, which JSON cannot hold" in err
     assert main(["dedup", str(p), "-o", str(tmp_path / "out"), "-q", "--on-error", "skip"]) == 0
     assert [json.loads(x)["id"] for x in (tmp_path / "out" / "kept.jsonl").read_text().splitlines()] == [1]
+
+
+def test_a_parquet_nan_is_a_value(tmp_path, capsys):
+    """pandas writes NaN for a missing number: every such record was refused (exit 3)."""
+    p = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "text": [A, "a second story about something else"],
+                             "score": [float("nan"), 0.5]}), p)
+    assert main(["dedup", str(p), "-o", str(tmp_path / "out"), "-q"]) == 0
+    lines = (tmp_path / "out" / "kept.jsonl").read_text().splitlines()
+    got = [json.loads(x, parse_constant=lambda c: pytest.fail(c)) for x in lines]
+    assert [(r["id"], r["score"]) for r in got] == [(1, None), (2, 0.5)]
+    assert main(["dedup", str(p), "-o", str(tmp_path / "pq"), "-q", "--format", "parquet"]) == 0
+    score = pq.read_table(tmp_path / "pq" / "kept.parquet").column("score").to_pylist()
+    assert math.isnan(score[0]) and score[1] == 0.5
 
 
 def test_an_integer_too_long_says_so(tmp_path, capsys):

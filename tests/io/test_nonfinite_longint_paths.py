@@ -1,6 +1,6 @@
 """Reader and record checks: an integer past Python's digits limit (named as such, with its
-field), NaN and infinities refused only where the caller asks (the dedup job), bytes and
-os.PathLike paths, a CSV file's header."""
+field), NaN and infinities in JSON text refused only where the caller asks (the dedup job),
+typed ones (Parquet, Python) accepted, bytes and os.PathLike paths, a CSV file's header."""
 import math
 import os
 import pathlib
@@ -69,28 +69,71 @@ def test_an_integer_just_inside_the_limit_passes():
 NON_FINITE = [(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")]
 
 
-@pytest.mark.parametrize("value,name", NON_FINITE)
-def test_non_finite_numbers_are_refused_when_the_limits_say_so(value, name):
-    """The dedup job (Limits(finite=True)): JSON has no NaN or infinity; at any depth, the
-    time field too. Without it (the persistent index, which stores them as null) they pass."""
-    lim = Limits(finite=True)
-    for rec, field, how in [({"score": value}, "score", "is"), ({"m": {"k": [1.0, value]}}, "m", "holds"),
-                            ({"published_at": value}, "published_at", "is")]:
-        full = {"id": "a", "text": "words", **rec}
+@pytest.mark.parametrize("literal,name", [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"),
+                                          ("1e400", "Infinity"), ("-1e400", "-Infinity")])
+def test_json_text_with_nan_or_infinity_is_refused_when_the_limits_say_so(literal, name):
+    """JSON text holding NaN, Infinity or -Infinity is not JSON (RFC 8259: orjson refuses it,
+    the json module reads it); the dedup job (Limits(strict_json=True)) refuses the line, naming
+    the field, at any depth, the time field too: its kept.jsonl copies the line, which would not
+    be JSON. Without it (the persistent index, which stores them as null) the record passes."""
+    lim = Limits(strict_json=True)
+    for body, field, how in [(f'"score": {literal}', "score", "is"), (f'"m": {{"k": [1.0, {literal}]}}', "m", "holds"),
+                             (f'"published_at": {literal}', "published_at", "is")]:
+        rec = parse_json_line("in.jsonl", 4, f'{{"id": "a", "text": "words", {body}, "n": 1}}'.encode())
+        assert isinstance(rec, dict) and not isinstance(rec, RecordError)
         with pytest.raises(RecordError) as got:
-            check_record(full, Fields(), lim, "in.jsonl", 4)
+            check_record(rec, Fields(), lim, "in.jsonl", 4)
         assert got.value.field == field and got.value.line == 4
         assert got.value.reason.startswith(f"the value {how} {name}, which JSON cannot hold")
-        check_record(full, Fields(), Limits(), "in.jsonl", 4)  # the default: as before
+        check_record(rec, Fields(), Limits(), "in.jsonl", 4)  # the default: as before
 
 
-def test_numpy_floats_are_checked_too():
+def test_a_json_literal_in_a_key_given_twice_is_still_refused():
+    """{"a": NaN, "a": 1}: the NaN does not last in the dict, but the line is not JSON (and
+    nothing in the record tells it any more: refused when read, for every reader)."""
+    err = parse_json_line("in.jsonl", 2, b'{"id": "a", "text": "words", "a": NaN, "a": 1}')
+    assert isinstance(err, RecordError) and err.line == 2
+    assert err.reason.startswith("the line holds NaN, which JSON cannot hold")
+
+
+def test_a_typed_nan_is_not_a_json_literal():
+    """The same value from a Python record or a Parquet column is a value; only the objects
+    the JSON reader made are refused."""
+    lim = Limits(strict_json=True)
+    rec = parse_json_line("in.jsonl", 1, b'{"id": "a", "text": "words", "x": NaN}')
+    typed = {"id": "a", "text": "words", "x": float("nan")}
+    check_record(typed, Fields(), lim, "<records>", 1)
+    with pytest.raises(RecordError):
+        check_record(rec, Fields(), lim, "in.jsonl", 1)
+
+
+def test_nan_inside_a_string_or_valid_json_is_not_refused():
+    lim = Limits(strict_json=True)
+    for line in (b'{"id": "a", "text": "NaN and Infinity are words", "s": "-Infinity"}',
+                 b'{"id": "a", "text": "words", "x": 1e300, "y": -1e-400}',  # (-1e-400 is -0.0)
+                 b'{"id": 123456789012345678901234567890, "text": "words", "x": 1.5}'):  # (the json module's too)
+        rec = parse_json_line("in.jsonl", 1, line)
+        assert type(rec) is dict
+        check_record(rec, Fields(), lim, "in.jsonl", 1)
+
+
+@pytest.mark.parametrize("value,name", NON_FINITE)
+def test_typed_non_finite_numbers_are_values(value, name):
+    """A float NaN or infinity given typed (a Parquet column, a Python record) is a value, with
+    or without strict_json, at any depth; in the time field it is an unreadable time."""
+    for lim in (Limits(strict_json=True), Limits()):
+        for rec in ({"score": value}, {"m": {"k": [1.0, value]}}):
+            c = check_record({"id": "a", "text": "words", **rec}, Fields(), lim, "<records>", 4)
+            assert c.time_error is None and math.isnan(c.time)
+        c = check_record({"id": "a", "text": "words", "published_at": value}, Fields(), lim, "<records>", 4)
+        assert math.isnan(c.time) and c.time_error == f"{value} is not a time"
+
+
+def test_numpy_floats_are_values_too():
     np = pytest.importorskip("numpy")
-    for v in (np.float64("nan"), np.float32("inf")):
-        with pytest.raises(RecordError, match="which JSON cannot hold"):
-            check_record({"id": "a", "text": "words", "x": v}, Fields(), Limits(finite=True), "p", 1)
-    c = check_record({"id": "a", "text": "words", "x": np.float32(1.5)}, Fields(), Limits(finite=True), "p", 1)
-    assert math.isnan(c.time)
+    for v in (np.float64("nan"), np.float32("inf"), np.float32(1.5)):
+        c = check_record({"id": "a", "text": "words", "x": v}, Fields(), Limits(strict_json=True), "p", 1)
+        assert math.isnan(c.time) and c.time_error is None
 
 
 def _pathlike(value):

@@ -1,7 +1,10 @@
 """The dedup job: kept.parquet of a run that keeps nothing has the input's columns; NaN and
-infinities are bad records whatever the output format; integers past Python's digits limit
-are bad records naming their field; bytes and os.PathLike paths for inputs, out and tmp_dir."""
+infinities in a JSON line (not JSON) are bad records whatever the output format, typed ones
+(Parquet, Python, pandas) values (null in kept.jsonl, NaN in kept.parquet); integers past
+Python's digits limit are bad records naming their field; bytes and os.PathLike paths for
+inputs, out and tmp_dir."""
 import json
+import math
 import os
 import pathlib
 
@@ -102,28 +105,73 @@ def test_json_lines_with_nan_or_infinity_are_bad_records(tmp_path, fmt, value, n
         assert pq.read_table(tmp_path / "out" / "kept.parquet").column("id").to_pylist() == ["g"]
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
-def test_python_records_with_nan_are_bad_records(tmp_path, fmt):
-    """float('nan') went to kept.jsonl as null, silently, and to kept.parquet as NaN."""
+def _kept_jsonl(out) -> list[dict]:
+    """kept.jsonl's records, read strictly (a NaN or Infinity in it fails the test)."""
+    lines = (out / "kept.jsonl").read_text().splitlines()
+    return [json.loads(x, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) for x in lines]
+
+
+def test_python_records_with_nan_are_kept(tmp_path):
+    """A typed NaN or infinity is a value (pandas' missing number): the last release refused
+    the record. kept.jsonl writes null (JSON's missing value; orjson wrote a Python float's so,
+    NumPy's went to "nan"), kept.parquet keeps the NaN; a NaN time is an unreadable time."""
     np = pytest.importorskip("numpy")
-    recs = [{"id": "a", "text": A, "score": float("nan")}, {"id": "b", "text": B, "v": [np.float64("inf")]},
-            {"id": "c", "text": "a third story about nothing that matches the others", "score": 0.5}]
-    with pytest.raises(RecordError, match="field 'score': the value is NaN") as got:
-        neardup.dedup(recs, tmp_path / "out", output_format=fmt)
-    assert got.value.line == 1
-    res = neardup.dedup(recs, tmp_path / "out", output_format=fmt, on_error="skip")
-    assert [(s["line"], s["field"]) for s in res.report["skipped_records"]] == [(1, "score"), (2, "v")]
-    assert list(res.kept) == ["c"]
+    recs = [{"id": "a", "text": A, "score": float("nan")}, {"id": "b", "text": B, "v": [np.float64("inf"), 1.5]},
+            {"id": "c", "text": "a third story about nothing that matches the others", "score": 0.5,
+             "published_at": float("nan"), "w": np.float32("nan")}]
+    res = neardup.dedup(recs, tmp_path / "j", output_format="jsonl")
+    assert res.report["skipped"] == 0 and list(res.kept) == ["a", "b", "c"]
+    assert res.report["unreadable_times"] == 1
+    assert [(r["line"], r["field"], r["reason"]) for r in res.report["unreadable_time_records"]] == \
+        [(3, "published_at", "nan is not a time")]
+    got = _kept_jsonl(tmp_path / "j")
+    assert [r["id"] for r in got] == ["a", "b", "c"]
+    assert got[0]["score"] is None and got[1]["v"] == [None, 1.5]
+    assert got[2]["score"] == 0.5 and got[2]["published_at"] is None and got[2]["w"] is None
+    res = neardup.dedup(recs, tmp_path / "p", output_format="parquet")
+    assert res.report["skipped"] == 0 and list(res.kept) == ["a", "b", "c"]
+    t = pq.read_table(tmp_path / "p" / "kept.parquet")
+    assert t.schema.field("score").type == pa.float64()
+    score = t.column("score").to_pylist()
+    assert math.isnan(score[0]) and score[1] is None and score[2] == 0.5  # (b has no score: null)
+    assert t.column("v").to_pylist()[1] == [math.inf, 1.5] and math.isnan(t.column("published_at").to_pylist()[2])
 
 
-def test_a_parquet_nan_is_a_bad_record_in_both_output_formats(tmp_path):
-    pq.write_table(pa.table({"id": ["a", "b"], "text": [A, B], "score": [float("nan"), 1.0]}), tmp_path / "in.parquet")
-    kept = {}
+def test_a_nan_with_an_integer_past_64_bits_is_null_in_kept_jsonl(tmp_path):
+    """The json module, the fallback for what orjson cannot write, wrote NaN (not JSON)."""
+    recs = [{"id": 10 ** 30, "text": A, "score": float("nan"), "m": {"x": float("-inf")}}]
+    neardup.dedup(recs, tmp_path / "out")
+    [got] = _kept_jsonl(tmp_path / "out")
+    assert got["id"] == 10 ** 30 and got["score"] is None and got["m"] == {"x": None}
+
+
+def test_a_parquet_nan_is_kept_in_both_output_formats(tmp_path):
+    """pandas writes NaN for a missing number: every such record was refused (exit 3)."""
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [A, B], "score": [float("nan"), 1.0],
+                             "published_at": [1.79e9, float("nan")]}), tmp_path / "in.parquet")
     for fmt in ("jsonl", "parquet"):
-        res = neardup.dedup([str(tmp_path / "in.parquet")], tmp_path / fmt, output_format=fmt, on_error="skip")
-        assert [(s["line"], s["field"]) for s in res.report["skipped_records"]] == [(1, "score")]
-        kept[fmt] = list(res.kept)
-    assert kept["jsonl"] == kept["parquet"] == ["b"]
+        res = neardup.dedup([str(tmp_path / "in.parquet")], tmp_path / fmt, output_format=fmt)
+        assert res.report["skipped"] == 0 and list(res.kept) == ["a", "b"]
+        assert [(r["line"], r["field"]) for r in res.report["unreadable_time_records"]] == [(2, "published_at")]
+    got = _kept_jsonl(tmp_path / "jsonl")
+    assert [(r["score"], r["published_at"]) for r in got] == [(None, 1.79e9), (1.0, None)]
+    t = pq.read_table(tmp_path / "parquet" / "kept.parquet")
+    assert t.schema.field("score").type == pa.float64()
+    score, when = t.column("score").to_pylist(), t.column("published_at").to_pylist()
+    assert math.isnan(score[0]) and score[1] == 1.0 and when[0] == 1.79e9 and math.isnan(when[1])
+
+
+def test_a_pandas_frame_with_missing_numbers(tmp_path):
+    """``neardup.dedup(df.to_dict("records"))`` and ``df.to_parquet``: NaN where a number is
+    missing, the common case."""
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"id": ["a", "b", "c"], "text": [A, B, A], "score": [0.5, None, None]})
+    res = neardup.dedup(df.to_dict("records"), tmp_path / "recs")
+    assert res.report["skipped"] == 0 and list(res.kept) == ["a", "b"] and [m["id"] for m in res.clusters[0]["members"]] == ["c"]
+    assert [r["score"] for r in _kept_jsonl(tmp_path / "recs")] == [0.5, None]
+    df.to_parquet(tmp_path / "in.parquet")
+    res = neardup.dedup([str(tmp_path / "in.parquet")], tmp_path / "pq", on_error="stop")
+    assert res.report["skipped"] == 0 and list(res.kept) == ["a", "b"]
 
 
 def test_a_long_integer_in_a_python_record_is_a_bad_record(tmp_path):

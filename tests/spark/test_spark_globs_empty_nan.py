@@ -1,7 +1,9 @@
 """The Spark engine: a URL glob of JSONL (or Parquet) files names the file and line of a bad
 record, a duplicate id and an unreadable time; kept.parquet of a run that keeps nothing has the
-local engine's columns; NaN is a bad record, as locally; bytes paths."""
+local engine's columns; a JSON line's NaN is a bad record, a Parquet NaN a value (null in
+kept.jsonl, NaN in kept.parquet), as locally; bytes paths."""
 import json
+import math
 import os
 
 import neardup
@@ -109,3 +111,27 @@ def test_nan_is_a_bad_record_and_bytes_paths(spark, tmp_path):
     assert sp.report["skipped_records"] == local.report["skipped_records"]
     assert sp.report["skipped_records"][0]["field"] == "score" and list(sp.kept) == ["a"]
     assert sp.report["inputs"][0]["path"] == str(p) and (tmp_path / "spark" / "report.json").exists()
+
+
+def test_a_parquet_nan_is_a_value_as_locally(spark, tmp_path):
+    """pandas writes NaN for a missing number: the record was refused (both engines)."""
+    from neardup.engines.spark import dedup_spark
+
+    src = str(tmp_path / "in.parquet")
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [T, _story(1)], "score": [float("nan"), 1.0],
+                             "v": [[1.5, float("inf")], None]}), src)
+    for fmt in ("jsonl", "parquet"):
+        local = neardup.dedup([src], tmp_path / f"local-{fmt}", output_format=fmt)
+        sp = dedup_spark(spark, [src], tmp_path / f"spark-{fmt}", output_format=fmt, collect=True)
+        assert local.report["skipped"] == sp.report["skipped"] == 0 and list(sp.kept) == list(local.kept) == ["a", "b"]
+    parts = sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*"))
+    strict = {"parse_constant": lambda c: pytest.fail(f"not JSON: {c}")}
+    sp_lines = [json.loads(x, **strict) for q in parts for x in q.read_text().splitlines()]
+    local_lines = [json.loads(x, **strict) for x in (tmp_path / "local-jsonl" / "kept.jsonl").read_text().splitlines()]
+    assert sp_lines == local_lines and [(r["score"], r["v"]) for r in sp_lines] == [(None, [1.5, None]), (1.0, None)]
+    a = pq.read_table(tmp_path / "local-parquet" / "kept.parquet")
+    b = pq.read_table(next((tmp_path / "spark-parquet" / "kept.parquet").glob("part-*.parquet")))
+    for t in (a, b):
+        score = t.column("score").to_pylist()
+        assert math.isnan(score[0]) and score[1] == 1.0 and t.column("v").to_pylist()[0] == [1.5, math.inf]
+    assert a.schema == b.schema

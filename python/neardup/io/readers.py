@@ -28,7 +28,14 @@ import numpy as np
 
 from neardup.errors import InputTypeError
 from neardup.io.errors import InputFileError, RecordError
-from neardup.io.records import int_too_long_reason, is_valid_unicode
+from neardup.io.records import (
+    JSON_INF,
+    JSON_NAN,
+    JSON_NINF,
+    int_too_long_reason,
+    is_valid_unicode,
+    non_finite_reason,
+)
 
 try:  # orjson parses JSON lines several times faster; the standard library is the fallback.
     import orjson as _orjson
@@ -198,14 +205,57 @@ def _slow_parse(path: str, recno: int, line: bytes):
     except UnicodeDecodeError as exc:
         bad = line[exc.start : exc.start + 1]
         return RecordError(path, recno, f"not valid UTF-8 (byte 0x{bad.hex()} at column {exc.start + 1})")
+    # NaN, Infinity, -Infinity (not JSON, RFC 8259; orjson refuses them) and a number past a
+    # float's range (1e400) read as the objects records.JSON_NAN, ... : check_record tells them
+    # from a typed NaN (a Parquet column's), and the dedup job refuses the line (its kept.jsonl
+    # copies the line, which would not be JSON); the index stores them as null.
+    seen: list[str] = []
     try:
-        return json.loads(text)
+        obj = json.loads(text, parse_constant=_json_constant(seen), parse_float=_json_float(seen))
     except ValueError as exc:
         if "integer string conversion" in str(exc):  # (CPython's words for sys.get_int_max_str_digits)
             return _long_int_error(path, recno, text)
         return RecordError(path, recno, f"malformed JSON: {exc}")
     except RecursionError:  # (orjson refuses past 1,024 levels, json near Python's recursion limit)
         return RecordError(path, recno, "malformed JSON: nested too deeply to read")
+    if seen and type(obj) is dict and not _holds_json_literal(obj):
+        # {"a": NaN, "a": 1}: the NaN did not last, and the line is still not JSON
+        return RecordError(path, recno, non_finite_reason(seen[0], nested=True, what="the line"))
+    return obj
+
+
+_LITERALS = {"NaN": JSON_NAN, "Infinity": JSON_INF, "-Infinity": JSON_NINF}
+
+
+def _json_constant(seen: list):
+    def parse_constant(c: str) -> float:
+        seen.append(c)
+        return _LITERALS[c]
+    return parse_constant
+
+
+def _json_float(seen: list):
+    def parse_float(s: str) -> float:
+        f = float(s)
+        if f - f != 0.0:  # (1e400: an infinity)
+            f = JSON_INF if f > 0 else JSON_NINF
+            seen.append("Infinity" if f > 0 else "-Infinity")
+        return f
+    return parse_float
+
+
+def _holds_json_literal(obj) -> bool:
+    """Whether `obj` (parsed by :func:`_slow_parse`) holds a records.JSON_NAN, ... at any depth."""
+    stack = [obj]  # (not recursive: JSON may nest 1,000 levels)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif x is JSON_NAN or x is JSON_INF or x is JSON_NINF:
+            return True
+    return False
 
 
 class _LongInt:

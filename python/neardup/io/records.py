@@ -11,8 +11,8 @@ from typing import NamedTuple
 
 from neardup.io.errors import RecordError
 
-__all__ = ["Fields", "Limits", "Checked", "check_record", "decode_utf8", "is_valid_unicode", "parse_time",
-           "int_too_long_reason"]
+__all__ = ["Fields", "Limits", "Checked", "JSON_NAN", "JSON_INF", "JSON_NINF", "check_record", "decode_utf8", "is_valid_unicode",
+           "parse_time", "int_too_long_reason", "non_finite_reason"]
 
 
 @dataclass(frozen=True)
@@ -30,14 +30,39 @@ class Fields:
 class Limits:
     """Size limits: a text over ``max_chars`` characters is a bad record, not a slow run.
 
-    ``finite``: a NaN or an infinity in any field (at any depth, the time field too) is a bad
-    record. The dedup job (both engines) sets it: its outputs are JSON, which has no such
-    numbers (kept.jsonl got ``NaN``, not JSON, copied from a line the json module had read,
-    or null from a Python record, while kept.parquet kept the NaN). The persistent index does
-    not: it stores them as null, as docs/index.md says."""
+    ``strict_json``: a record read from JSON text that holds ``NaN``, ``Infinity`` or
+    ``-Infinity`` (not JSON, RFC 8259: the json module's lenient fallback reads them after
+    orjson refuses the line, io/readers.py), or a number past a float's range (``1e400``, read
+    as an infinity), is a bad record naming its field (at any depth, the time field too:
+    :data:`JSON_NAN`). The dedup job
+    (both engines) sets it, so that kept.jsonl, a copy of the kept lines, stays JSON. A float
+    NaN or infinity given typed (a Parquet or Arrow column, a Python record) is a value like
+    any other: kept.parquet keeps it, kept.jsonl writes null (docs/dedup.md). The persistent
+    index does not set it: it stores such values as null, as docs/index.md says."""
 
     max_chars: int = 5_000_000
-    finite: bool = False
+    strict_json: bool = False
+
+
+#: What JSON text's ``NaN``, ``Infinity`` and ``-Infinity`` (and a number past a float's range,
+#: ``1e400``) are read as by io/readers.py's lenient fallback (the json module, which reads what
+#: orjson refuses): these very objects, so that :func:`check_record` tells a NaN of JSON text,
+#: which is not JSON, from a typed one (a Parquet column's, a Python record's), which is a value
+#: (Limits.strict_json). No other code makes them (a float is never shared otherwise).
+JSON_NAN = float("nan")
+JSON_INF = float("inf")
+JSON_NINF = float("-inf")
+
+
+def _json_literal(v) -> str | None:
+    """'NaN', 'Infinity' or '-Infinity' for a number read from such JSON text, else None."""
+    if v is JSON_NAN:
+        return "NaN"
+    if v is JSON_INF:
+        return "Infinity"
+    if v is JSON_NINF:
+        return "-Infinity"
+    return None
 
 
 class Checked(NamedTuple):
@@ -314,17 +339,18 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
     # Every other field, at any depth, names included: a lone surrogate in one (JSON's
     # "\udc80" in the source, say) passed, and the writers failed on it after the whole run;
     # so did an int past Python's digits limit for text (a Python record's: JSON's is refused
-    # when read), and, with limits.finite, a NaN or an infinity (JSON has none).
+    # when read); with limits.strict_json, a NaN or an infinity read from JSON text (not JSON:
+    # kept.jsonl copies the line). A typed float NaN or infinity is a value.
     # Cheap for the usual record: str.isascii() is a flag read, and only non-ASCII strings are
     # encoded (the text, already checked, is skipped by identity).
-    finite = limits.finite
+    strict = limits.strict_json
     for v in rec.values():
         tv = type(v)
         if tv is str:
             if v.isascii() or v is raw or is_valid_unicode(v):
                 continue
         elif tv is float:
-            if not finite or v - v == 0.0:  # (NaN and infinities give NaN)
+            if v - v == 0.0 or not strict or _json_literal(v) is None:  # (NaN and infinities give NaN)
                 continue
         elif tv is int:
             if v.bit_length() <= _SAFE_INT_BITS or not int_too_long(v):
@@ -337,40 +363,26 @@ def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: in
                     break
             else:
                 continue
-            if _problem(v, finite) is None:
+            if _problem(v, strict) is None:
                 continue
-        elif _problem(v, finite) is None:
+        elif _problem(v, strict) is None:
             continue
-        _raise_unencodable(rec, fields, path, recno, finite)
+        _raise_unencodable(rec, fields, path, recno, strict)
     try:
         names_ascii = "".join(rec).isascii()
     except TypeError:  # (a Python record may have a number as a field name)
         names_ascii = False
     if not names_ascii and _problem(list(rec)) is not None:
-        _raise_unencodable(rec, fields, path, recno, finite)
+        _raise_unencodable(rec, fields, path, recno, strict)
     return Checked(rid, key, text, t, source, time_error)
 
 
-def _non_finite(v) -> str | None:
-    """'NaN', 'Infinity' or '-Infinity' for such a float (a float subclass, np.float64, or
-    another real number type such as np.float32 too), else None."""
-    if isinstance(v, float) or (isinstance(v, numbers.Real) and not isinstance(v, numbers.Integral)):
-        try:
-            f = float(v)
-        except (TypeError, ValueError, OverflowError):  # pragma: no cover - an odd Real
-            return None
-        if math.isnan(f):
-            return "NaN"
-        if math.isinf(f):
-            return "Infinity" if f > 0 else "-Infinity"
-    return None
-
-
-def _problem(v, finite: bool = False) -> tuple[str, object] | None:
+def _problem(v, strict: bool = False) -> tuple[str, object] | None:
     """Why `v` (a value, or a list, tuple or dict of values at any depth, dict keys included)
     cannot be written to the outputs, or None: ``("surrogate", None)`` for a string holding a
     lone surrogate, ``("int", digits)`` for an int past Python's digits limit for text, and
-    with `finite` ``("number", "NaN")`` (or "Infinity", "-Infinity")."""
+    with `strict` ``("number", "NaN")`` (or "Infinity", "-Infinity") for such a number read
+    from JSON text (:data:`JSON_NAN`)."""
     stack = [v]  # (not recursive: JSON may nest 1,000 levels, past Python's recursion limit)
     pop, push = stack.pop, stack.extend
     while stack:
@@ -386,19 +398,20 @@ def _problem(v, finite: bool = False) -> tuple[str, object] | None:
         elif isinstance(v, int):
             if not isinstance(v, bool) and int_too_long(v):
                 return ("int", int_digits(v))
-        elif finite and (bad := _non_finite(v)) is not None:
-            return ("number", bad)
+        elif strict and (name := _json_literal(v)) is not None:
+            return ("number", name)
     return None
 
 
-def non_finite_reason(name: str, nested: bool = False) -> str:
-    """The bad record's reason for a NaN or an infinity (`name`: "NaN", "Infinity", ...)."""
+def non_finite_reason(name: str, nested: bool = False, what: str = "the value") -> str:
+    """The bad record's reason for a NaN or an infinity read from JSON text (`name`: "NaN",
+    "Infinity", "-Infinity"; `nested`: inside a list or an object, or `what` holds it)."""
     hint = ("null is JSON's missing value" if name == "NaN"
             else "a number past a float's range, such as 1e400, is read as one")
-    return f"the value {'holds' if nested else 'is'} {name}, which JSON cannot hold ({hint})"
+    return f"{what} {'holds' if nested else 'is'} {name}, which JSON cannot hold ({hint})"
 
 
-def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int, finite: bool = False):
+def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int, strict: bool = False):
     """Raise the record's error for the first field (or field name) holding a value the
     outputs cannot write (:func:`_problem`)."""
     for k, v in rec.items():
@@ -408,7 +421,7 @@ def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int, finite:
             reason = ("the field's name is not valid Unicode (lone surrogate)" if why[0] == "surrogate"
                       else f"the field's name: {int_too_long_reason(why[1])}")
             raise RecordError(path, recno, reason, field=k if isinstance(k, str) else None)
-        why = _problem(v, finite)
+        why = _problem(v, strict)
         if why is None:
             continue
         kind, detail = why

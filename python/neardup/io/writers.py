@@ -79,7 +79,7 @@ def staged() -> Iterator[None]:
     when the block ends, or removed when it fails, so that a run that fails while writing
     leaves the previous run's files as they were, not its own first files beside the previous
     run's last ones."""
-    pending: list[tuple[str, str]] = []
+    pending = _Stage()
     token = _STAGE.set(pending)
     try:
         yield
@@ -94,9 +94,35 @@ def staged() -> Iterator[None]:
                 os.unlink(tmp)
             except OSError:
                 pass
+        pending.remove_strays()
         raise
     finally:
         _STAGE.reset(token)
+
+
+class _Stage(list):
+    """The (temporary, final) paths of a set being written, and a tag in the temporary names
+    of this set only: a signal (SIGTERM, Ctrl-C) that lands between mkstemp creating a file
+    and the code that would remove it left a ``.clusters.jsonl.*.tmp`` behind; on failure the
+    directories written to are searched for this set's tag (never another file)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tag = f"nd{os.getpid()}x{os.urandom(4).hex()}"
+        self.dirs: set[str] = set()
+
+    def remove_strays(self) -> None:
+        for d in self.dirs:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith(".") and name.endswith(".tmp") and f".{self.tag}." in name:
+                    try:
+                        os.unlink(os.path.join(d, name))
+                    except OSError:
+                        pass
 
 
 @contextmanager
@@ -105,15 +131,19 @@ def atomic_path(path: str) -> Iterator[str]:
     removed if it fails), so a crash never leaves a half-written file under the real name.
     For writers that want a path (Parquet) rather than a file object."""
     directory = os.path.dirname(os.path.abspath(path))
+    stage = _STAGE.get()
+    prefix = f".{os.path.basename(path)}."
+    if stage is not None:  # (registered before the file exists: staged() finds it if we are cut short)
+        stage.dirs.add(directory)
+        prefix += stage.tag + "."
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
         # mkstemp makes it readable by its owner only: the file gets the mode a file created
         # with open() would (0666 less the umask), not 0600
         os.fchmod(fd, 0o666 & ~_umask())
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
     os.close(fd)
-    stage = _STAGE.get()
     try:
         yield tmp
         if stage is not None:

@@ -6,12 +6,12 @@ Both are batch self-joins whose pairs ``(i, j)`` have ``i < j`` in input order, 
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 
 from neardup import _core
 from neardup.errors import InvalidParameterError
+from neardup.pipeline.store import private_dir, spill_error
 
 __all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
 
@@ -44,8 +44,21 @@ def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, 
 
     if len(sigs) < 2:
         return np.zeros((0, 2), dtype=np.uint32)
-    return pairs_from_keys(lsh.band_keys(np.ascontiguousarray(sigs), b, r), sort_budget, tmp_dir, info,
-                           large_bucket=large_bucket, large=large)
+    if isinstance(sigs, np.memmap) and sigs.filename:
+        # spilled signatures (--verify estimate under --memory-limit): their band keys a chunk
+        # of rows at a time by plain reads, as the external sort reads keys (_chunk): hashing
+        # the whole map at once made every page of it resident, uncounted (77 MB of a 150k
+        # corpus's signatures: --memory-limit 150M peaked at 195 MiB in this stage)
+        keys = np.empty((len(sigs), b), np.uint64)
+        for at in range(0, len(sigs), SIG_CHUNK_ROWS):
+            keys[at : at + SIG_CHUNK_ROWS] = lsh.band_keys(_chunk(sigs, at, min(len(sigs), at + SIG_CHUNK_ROWS)), b, r)
+    else:
+        keys = lsh.band_keys(np.ascontiguousarray(sigs), b, r)
+    return pairs_from_keys(keys, sort_budget, tmp_dir, info, large_bucket=large_bucket, large=large)
+
+
+#: Signature rows read at a time from a spill file to form their band keys (4 MiB at 128 x 4 bytes).
+SIG_CHUNK_ROWS = 8192
 
 
 def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
@@ -123,12 +136,17 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
     # order stay within the budget
     chunk = max(MIN_CHUNK, sort_budget // _chunk_row_bytes(b))
     found = np.zeros(0, np.int64)  # pair codes i * n + j so far, distinct
-    with tempfile.TemporaryDirectory(prefix="neardup-bands-", dir=tmp_dir) as d:
+    written = 0
+    with private_dir("neardup-bands-", tmp_dir, "the band sort's partition files") as d:
         for band in range(b):
             codes: list[np.ndarray] = []
-            kf = [open(os.path.join(d, f"k{j}"), "wb") for j in range(parts)]
-            rf = [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
+            kf: list = []
+            rf: list = []
             try:
+                # a full spill disk (or any failed write there) is one line naming --tmp-dir, not
+                # a traceback (store.spill_error); the files are closed (flushed) inside the try
+                kf += [open(os.path.join(d, f"k{j}"), "wb") for j in range(parts)]
+                rf += [open(os.path.join(d, f"r{j}"), "wb") for j in range(parts)]
                 for s in range(0, n, chunk):
                     col = np.ascontiguousarray(_chunk(keys, s, min(n, s + chunk))[:, band], dtype=np.uint64)
                     rows = np.arange(s, s + len(col), dtype=np.uint32)
@@ -139,9 +157,18 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                     for j in np.flatnonzero(np.diff(bounds)).tolist():
                         kf[j].write(kc[bounds[j] : bounds[j + 1]].tobytes())
                         rf[j].write(rc[bounds[j] : bounds[j + 1]].tobytes())
-            finally:
+                    written += kc.nbytes + rc.nbytes
                 for f in kf + rf:
                     f.close()
+            except OSError as exc:
+                raise spill_error(exc, tmp_dir, f"the band sort's partition files (band {band + 1} of {b})",
+                                  0, written) from exc
+            finally:
+                for f in kf + rf:
+                    try:
+                        f.close()
+                    except OSError:
+                        pass
             for j in range(parts):
                 k = np.fromfile(os.path.join(d, f"k{j}"), dtype=np.uint64)
                 if len(k) < 2:
@@ -163,12 +190,13 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
 
 
 def _chunk(keys: np.ndarray, s: int, e: int) -> np.ndarray:
-    """Rows s..e of a key matrix; of a memory map by a plain read (no page stays mapped)."""
+    """Rows s..e of a row matrix (band keys, signatures); of a memory map by a plain read (no
+    page stays mapped)."""
     if isinstance(keys, np.memmap) and keys.filename:
         width = keys.shape[1]
         with open(keys.filename, "rb") as f:
-            f.seek(keys.offset + s * width * 8)
-            return np.fromfile(f, dtype=np.uint64, count=(e - s) * width).reshape(-1, width)
+            f.seek(keys.offset + s * width * keys.dtype.itemsize)
+            return np.fromfile(f, dtype=keys.dtype, count=(e - s) * width).reshape(-1, width)
     return keys[s:e]
 
 

@@ -13,7 +13,18 @@ import os
 import numpy as np
 
 from neardup.io.readers import JsonlSource
-from neardup.io.writers import atomic_open, dumps, ensure_output_dir, write_jsonl
+from neardup.io.writers import (
+    atomic_open,
+    dumps,
+    ensure_output_dir,
+    json_default,
+    write_jsonl,
+)
+
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover
+    _orjson = None
 
 __all__ = ["Alternates", "write_outputs"]
 
@@ -93,7 +104,7 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
                             continue
                         as_text(obj, texts)
                         obj["alternates"] = alts
-                        f.write(dumps(obj).encode("utf-8") + b"\n")
+                        f.write(kept_line(obj) + b"\n")
     finally:
         if bar is not None:
             bar.close()
@@ -113,6 +124,43 @@ def as_text(rec: dict, names: tuple[str, ...]) -> None:
         v = rec.get(k)
         if isinstance(v, (bytes, bytearray)):
             rec[k] = bytes(v).decode("utf-8")
+
+
+def kept_line(obj: dict) -> bytes:
+    """A kept record (a dict: a Parquet row, a CSV row, a Python record) as its kept.jsonl line:
+    ``writers.dumps``, with every float NaN or infinity, at any depth, as null (JSON has no
+    such numbers: null is its missing value, as pandas' ``to_json`` writes NaN). A typed NaN is
+    a value, not a bad record (a JSON line's ``NaN`` literal is one: Limits.strict_json), and
+    kept.parquet keeps it as NaN. orjson writes a float's so; the json module, the fallback
+    for what orjson refuses (an int past 64 bits), wrote ``NaN``, not JSON, and a NumPy float
+    went to ``str`` (``"nan"``, ``"1.5"``): now a number, or null."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(obj, default=_json_default)
+        except TypeError:
+            pass  # e.g. an int over 64 bits: the standard library copes
+    return json.dumps(_nulled(obj), ensure_ascii=False, separators=(",", ":"), default=_json_default).encode("utf-8")
+
+
+def _json_default(v):
+    """writers.json_default, with a NumPy float (orjson writes float itself, not its
+    subclasses) a number, or null for NaN and infinities."""
+    if isinstance(v, np.floating):
+        f = float(v)
+        return f if f - f == 0.0 else None
+    return json_default(v)
+
+
+def _nulled(v):
+    """`v` with every float NaN or infinity in it (dicts, lists, tuples) as None, for the
+    json module (which writes them as NaN and Infinity)."""
+    if isinstance(v, float):
+        return v if v - v == 0.0 else None
+    if isinstance(v, dict):
+        return {k: _nulled(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_nulled(x) for x in v]
+    return v
 
 
 #: Records whose alternates are looked up at once (non-JSONL inputs).

@@ -157,9 +157,11 @@ class DedupOptions:
             self.memory_limit = parse_size(self.memory_limit)
 
     def limits(self) -> Limits:
-        """The record checks of a dedup run (both engines): ``max_chars``, and a NaN or an
-        infinity in any field refused, as the outputs are JSON (records.Limits)."""
-        return Limits(max_chars=self.max_chars, finite=True)
+        """The record checks of a dedup run (both engines): ``max_chars``, and a line of JSON
+        text holding NaN, Infinity or -Infinity (not JSON) refused, as kept.jsonl copies the
+        kept lines (records.Limits.strict_json). A float NaN given typed (Parquet, a Python
+        record) is a value: kept.parquet keeps it, kept.jsonl writes null."""
+        return Limits(max_chars=self.max_chars, strict_json=True)
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -27,8 +27,8 @@ import numpy as np
 
 import neardup
 from neardup import _core
-from neardup.errors import InputTypeError
-from neardup.io.errors import RecordError
+from neardup.errors import InputTypeError, InvalidParameterError
+from neardup.io.errors import OutputError, RecordError
 from neardup.io.readers import Source, open_sources, read_buffer_bytes
 from neardup.io.records import check_record
 from neardup.io.writers import atomic_open, staged, writable_tree
@@ -84,8 +84,11 @@ def run(inputs: Any, out: str | bytes | os.PathLike | None, opts: DedupOptions) 
     out = out_path(out)
     t_start = time.perf_counter()
     log = StageLog()
+    check_tmp_dir(opts.tmp_dir)  # (before stdin is spooled)
     sources = open_sources(inputs)
     try:
+        if out is not None:
+            refuse_input_outputs(sources, out, opts.output_format)
         return _run(sources, out, opts, log, t_start)
     finally:
         for s in sources:
@@ -94,7 +97,11 @@ def run(inputs: Any, out: str | bytes | os.PathLike | None, opts: DedupOptions) 
 
 def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start: float) -> DedupResult:
     fields = opts.fields
-    limits = opts.limits()  # (NaN and infinities refused: the outputs are JSON)
+    limits = opts.limits()  # (strict_json: a NaN or an infinity written in JSON text is a bad record)
+    if opts.memory_limit is not None and out is not None and opts.output_format == "parquet":
+        from neardup.pipeline.parquet_out import warm_up
+
+        warm_up()  # pyarrow's one-off ~50 MiB, in the baseline rather than the write stage's peak
     mem = MemoryBudget(opts.memory_limit)
     docs = DocTable()
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
@@ -125,7 +132,17 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # the smallest band sort, twice (its pairs). The re-read's batch of records is not
         # added: the batches of text in flight now are part of what is resident, and gone then.
         signed = int(scale * sum(len(p) for p in sig_doc_parts))
-        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1)
+        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1) + parquet_block(scale)
+
+    def parquet_block(scale: float) -> int:
+        # kept.parquet is written a block of records at a time (parquet_out.block_bytes): room
+        # kept for it from the start, or the first pass leaves too little and the write stage
+        # passes the limit (it has nothing to spill)
+        if out is None or opts.output_format != "parquet":
+            return 0
+        from neardup.pipeline.parquet_out import block_bytes  # (pyarrow: imported only for Parquet)
+
+        return block_bytes(mean_record_bytes(total_bytes, len(docs) * scale))
 
     guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs))
     rows_fit = guard.rows_fit if mem.limited else None
@@ -392,7 +409,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                            "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
             ok = sims >= opts.threshold
         elif opts.method == "minhash":
-            sims = estimate_pairs(store.finish(), _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
+            sims = _estimate(store, _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
             ok = sims >= opts.threshold
         else:
             sims = 1.0 - hamming.astype(np.float64) / 64.0
@@ -401,7 +418,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         near_sims = sims[ok]
         large_info = None
         if opts.large_bucket is not None and opts.method == "minhash":
-            sigs_of = None if opts.verify == "exact" else (lambda d: store.finish()[np.searchsorted(sig_doc, d)])
+            sigs_of = None if opts.verify == "exact" else (lambda d: store.rows_at(np.searchsorted(sig_doc, d)))
             span, span_sims, large_info = spanning_pairs(lb, near, n, sources, docs, signer, fields, limits, opts,
                                                          mem, ntok_all if opts.verify == "exact" else None, sigs_of)
             if len(span):  # in the order of the other pairs: by (a, b)
@@ -450,11 +467,11 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 msim[need] = _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts,
                                           mem, set_size, ntok_all, reread_info)
             elif opts.method == "minhash":
-                msim[need] = estimate_pairs(store.finish(), _rows_of(sig_doc, n, pr))
+                msim[need] = _estimate(store, _rows_of(sig_doc, n, pr))
             else:
                 rp = _rows_of(sig_doc, n, pr)
-                rows = store.finish()  # a memory map if a stage had to spill them
-                x = rows[rp[:, 0]] ^ rows[rp[:, 1]]
+                # (a memory map if a stage had to spill them: read without leaving pages resident)
+                x = store.rows_at(rp[:, 0]) ^ store.rows_at(rp[:, 1])
                 msim[need] = 1.0 - np.array([int(v).bit_count() for v in x.tolist()]) / 64.0
     removed = int(len(others))
     near_removed = int((~same).sum())
@@ -542,6 +559,14 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     if out is None:
         _finish_report(report, log, t_start)
         return result
+    stale = stale_outputs(os.fspath(out), opts.output_format, sources)  # (before report.json is replaced)
+    if mem.limited and opts.output_format == "parquet":  # (the first pass kept room for it: `later`)
+        from neardup.pipeline.parquet_out import BLOCK as PARQUET_BLOCK, block_bytes
+
+        in_sizes = [s.size_bytes() for s in sources]
+        mean = mean_record_bytes(sum(in_sizes) if all(x is not None for x in in_sizes) else None, n)
+        mem.share("write", 0, block_bytes(mean), f"a block of {PARQUET_BLOCK:,} kept records as Python objects, "
+                  f"their Arrow table and its row group (about {mean:,.0f} bytes a record)")
     # the output files as one set (writers.staged): renamed into place together once all are
     # written; a failure on the way (a full disk, Ctrl-C) leaves the previous run's set as it was
     with staged():
@@ -556,7 +581,116 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
             json.dump(writable_tree(report), f, indent=2, ensure_ascii=False)  # (a file name not UTF-8)
             f.write("\n")
+    for path in stale:  # only once the new set is in place
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # (gone already, or not ours to remove after all: left as it is)
     return result
+
+
+#: Bytes a record is taken to have when the inputs' sizes are not known (compressed, stdin).
+MEAN_RECORD_BYTES_UNKNOWN = 2048
+
+
+def mean_record_bytes(total_bytes: int | None, records: float) -> float:
+    if not total_bytes or records <= 0:
+        return float(MEAN_RECORD_BYTES_UNKNOWN)
+    return total_bytes / records
+
+
+#: The outputs one --format writes and the other does not.
+KEPT_NAMES = ("kept.jsonl", "kept.parquet")
+
+
+def stale_outputs(out: str, output_format: str, sources: list[Source]) -> list[str]:
+    """The other format's kept file of a previous run in `out`, to remove once this run's
+    outputs are in place: ``--format parquet`` then a run without it left the old
+    kept.parquet beside the new kept.jsonl and report.json, a stale set read as current.
+    Removed only when neardup wrote it: the previous report.json (of this directory) lists
+    it, it is not newer than that report (outputs are renamed into place before their
+    report), and it is not an input of this run. Anything else is never touched."""
+    keep = "kept.parquet" if output_format == "parquet" else "kept.jsonl"
+    report_path = os.path.join(out, "report.json")
+    try:
+        with open(report_path, "rb") as f:
+            import json
+
+            listed = json.load(f).get("files") or []
+        report_mtime = os.stat(report_path).st_mtime_ns
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(listed, list):  # (not a report neardup wrote: a string would match by substring)
+        return []
+    stale = []
+    for name in KEPT_NAMES:
+        path = os.path.join(out, name)
+        if name == keep or name not in listed or not os.path.isfile(path) or os.path.islink(path):
+            continue
+        try:
+            if os.stat(path).st_mtime_ns > report_mtime:
+                continue  # written (or copied in) after the previous run's report: not its own
+        except OSError:
+            continue
+        if any(_same_file(p, path) for s in sources for p in (getattr(s, "path", None), getattr(s, "name", None))):
+            continue  # this run's input: never removed
+        stale.append(path)
+    return stale
+
+
+def _same_file(a, b: str) -> bool:
+    try:
+        return isinstance(a, str) and a != "-" and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+#: The files a run writes in its output directory, by --format (kept.jsonl or kept.parquet).
+def output_names(output_format: str) -> list[str]:
+    return ["clusters.jsonl", "pairs.jsonl", "kept.parquet" if output_format == "parquet" else "kept.jsonl",
+            "report.json"]
+
+
+def refuse_input_outputs(sources: list[Source], out: str, output_format: str) -> None:
+    """Refuse, before anything is read, a run one of whose outputs is one of its inputs (the
+    same file by any name: a path, a symlink, a hard link): the outputs are renamed into place
+    at the end, so ``neardup dedup d/kept.jsonl -o d`` replaced its 20,000-record input by the
+    17,570 kept, silently. Stdin ("-") and in-memory records have no path and never clash."""
+    targets = [os.path.join(out, name) for name in output_names(output_format)]
+    targets = [t for t in targets if os.path.exists(t)]  # a file not there yet is no input
+    if not targets:
+        return
+    for s in sources:
+        for path in {getattr(s, "path", None), getattr(s, "name", None)}:
+            if not isinstance(path, str) or path == "-" or not os.path.exists(path):
+                continue
+            for t in targets:
+                if _same_file(path, t):
+                    raise OutputError(f"{t}: this output would overwrite the input {path} "
+                                      f"(the same file): give another output directory (-o)")
+
+
+def check_tmp_dir(tmp_dir: str | None) -> None:
+    """Create and remove a directory in `tmp_dir` before the run reads anything: a place where
+    nothing can be created (``/proc``) passed the option check (it is a directory, and root may
+    write anywhere) and failed at the first spill with an unnamed ``[Errno 2] ... /proc/neardup-x``
+    after minutes of work, as an input error (exit 4)."""
+    if tmp_dir is None:
+        return
+    from neardup.pipeline.store import make_dir
+
+    made: list[str] = []
+    try:
+        make_dir("neardup-check-", tmp_dir, made.append)
+    except OSError as exc:
+        raise InvalidParameterError(f"tmp_dir {tmp_dir!r} (--tmp-dir): cannot create a spill directory there: "
+                                    f"{exc.strerror or exc}") from None
+    finally:
+        for path in made:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
 
 
 def out_path(out, what: str = "out") -> str | None:
@@ -614,6 +748,22 @@ def _share_for_results(mem: MemoryBudget, cluster_rows, n_clusters: int, n_membe
 
 def _join(parts: list[np.ndarray], dtype) -> np.ndarray:
     return join_freeing(parts, dtype)
+
+
+#: Pairs estimated at a time from the signatures (_estimate): their rows are copied out of a
+#: spill file's map, 2 x 4,096 x 4 x num_perm bytes (4 MiB at 128).
+ESTIMATE_CHUNK = 4096
+
+
+def _estimate(store: RowStore, row_pairs: np.ndarray) -> np.ndarray:
+    """MinHash estimates of pairs of signature rows, a chunk of pairs at a time with their rows
+    copied out (RowStore.rows_at): a spilled map's pages are not left resident."""
+    out = np.empty(len(row_pairs), dtype=np.float64)
+    for at in range(0, len(row_pairs), ESTIMATE_CHUNK):
+        p = row_pairs[at : at + ESTIMATE_CHUNK]
+        u, inv = np.unique(p, return_inverse=True)
+        out[at : at + len(p)] = estimate_pairs(store.rows_at(u), inv.reshape(-1, 2))
+    return out
 
 
 def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:

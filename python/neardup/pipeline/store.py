@@ -9,14 +9,33 @@ one band column at a time). The file is deleted when the store is closed.
 """
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["RowStore"]
+from neardup.io.errors import OutputError
 
+__all__ = ["RowStore", "make_dir", "private_dir", "spill_error"]
+
+
+def spill_error(exc: OSError, tmp_dir: str | None, what: str, nbytes: int, done: int | None = None) -> OutputError:
+    """A failed write of a spill file as one line naming the spill directory (--tmp-dir) and
+    how much was being written, with the output's exit code (5) rather than a traceback: a
+    full disk there (ENOSPC, EDQUOT) is the usual cause, and the fix is room or another --tmp-dir."""
+    where = tmp_dir if tmp_dir is not None else tempfile.gettempdir()
+    sizes = ([f"writing {_mb(nbytes)}"] if nbytes else []) + ([f"{_mb(done)} written before"] if done else [])
+    hint = ("free space there or give another --tmp-dir"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "give another --tmp-dir")
+    return OutputError(f"spill directory {where} (--tmp-dir): cannot write {what}"
+                       + (f" ({', '.join(sizes)})" if sizes else "") + f": {exc.strerror or exc}: {hint}")
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 100_000 else f"{n:,} bytes"
 
 
 def join_freeing(parts: list[np.ndarray], dtype, shape=None) -> np.ndarray:
@@ -31,6 +50,56 @@ def join_freeing(parts: list[np.ndarray], dtype, shape=None) -> np.ndarray:
         at += len(p)
         del p
     return out
+
+
+def make_dir(prefix: str, parent: str | None, claim) -> str:
+    """A new private directory (mode 0700) named `prefix` + random under `parent` (or the
+    system's temporary directory), as tempfile.mkdtemp makes it, except that its path is
+    given to `claim` *before* it is created: whoever removes it on failure knows it even if a
+    signal (SIGTERM, Ctrl-C) lands between its creation and mkdtemp's return, which left a
+    ``neardup-*`` directory in --tmp-dir."""
+    parent = parent if parent is not None else tempfile.gettempdir()
+    while True:
+        path = os.path.join(os.path.abspath(parent), prefix + os.urandom(6).hex())
+        claim(path)
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
+
+
+@contextmanager
+def private_dir(prefix: str, parent: str | None, what: str = "spill files"):
+    """:func:`make_dir` as a context: the directory and all in it removed when the block ends,
+    however it ends (as tempfile.TemporaryDirectory, without its window); one that cannot be
+    created is :func:`spill_error` (`what`: for its message)."""
+    made: list[str] = []
+    try:
+        try:
+            path = make_dir(prefix, parent, made.append)
+        except OSError as exc:
+            raise spill_error(exc, parent, what, 0) from exc
+        yield path
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+#: Rows copied from a spill file's map between drops of its pages (RowStore.rows_at): at
+#: most two pages each, 8 MiB.
+ROWS_AT_CHUNK = 1024
+
+
+def _drop_pages(mm) -> None:
+    import mmap
+
+    if mm is not None and hasattr(mm, "madvise"):
+        try:
+            mm.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):  # pragma: no cover - a platform without it: pages stay
+            pass
+
 
 class RowStore:
     def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows",
@@ -57,6 +126,7 @@ class RowStore:
         self._dir: str | None = None
         self._file = None
         self._map: np.ndarray | None = None
+        self._written = 0  # bytes written to the spill file (for a full disk's message)
 
     @property
     def row_bytes(self) -> int:
@@ -78,7 +148,7 @@ class RowStore:
             return
         self.rows += len(rows)
         if self._file is not None:
-            self._file.write(rows.tobytes())
+            self._write(rows.tobytes())
             return
         self._parts.append(rows)
         self._ram += rows.nbytes
@@ -86,12 +156,24 @@ class RowStore:
             self._spill()
 
     def _spill(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="neardup-", dir=self.tmp_parent)
-        self._file = open(os.path.join(self._dir, f"{self.name}.bin"), "wb")
+        total = sum(p.nbytes for p in self._parts)
+        try:
+            make_dir("neardup-", self.tmp_parent, lambda path: setattr(self, "_dir", path))  # (close removes it)
+            self._file = open(os.path.join(self._dir, f"{self.name}.bin"), "wb")
+        except OSError as exc:
+            raise spill_error(exc, self.tmp_parent, f"the {self.name} spill file", total) from exc
+        self._written = 0
         for p in self._parts:
-            self._file.write(p.tobytes())
+            self._write(p.tobytes())
         self._parts = []
         self._ram = 0
+
+    def _write(self, data: bytes) -> None:
+        try:
+            self._file.write(data)
+        except OSError as exc:
+            raise spill_error(exc, self.tmp_parent, f"the {self.name} spill file", len(data), self._written) from exc
+        self._written += len(data)
 
     def spill_now(self) -> bool:
         """Move rows held in memory to the file (a later stage needs the room); True if any
@@ -119,13 +201,37 @@ class RowStore:
             self._parts = [out]
             return out
         if self._map is None:
-            self._file.close()
+            try:  # (the last buffered block is written here: a full disk can show now too)
+                self._file.close()
+            except OSError as exc:
+                raise spill_error(exc, self.tmp_parent, f"the {self.name} spill file", 0, self._written) from exc
             path = os.path.join(self._dir, f"{self.name}.bin")
             if self.rows == 0:
                 self._map = np.zeros(shape, self.dtype)
             else:
                 self._map = np.memmap(path, dtype=self.dtype, mode="r", shape=shape)
         return self._map
+
+    def rows_at(self, idx: np.ndarray) -> np.ndarray:
+        """Rows `idx` as an in-memory array. From a spill file's map, a sorted chunk of rows
+        at a time, each chunk's pages dropped after it is copied (MADV_DONTNEED: clean file
+        pages, read again from the page cache if needed): indexing the map directly left every
+        page it touched resident, uncounted by --memory-limit (an estimate run's verify stage
+        grew ~55 MiB past its limit on a 150k corpus)."""
+        rows = self.finish()
+        idx = np.asarray(idx, dtype=np.int64)
+        mm = getattr(rows, "_mmap", None) if isinstance(rows, np.memmap) else None
+        if mm is None or not hasattr(mm, "madvise") or len(idx) <= ROWS_AT_CHUNK:
+            out = rows[idx]
+            _drop_pages(mm)
+            return out
+        order = np.argsort(idx, kind="stable")
+        out = np.empty((len(idx),) + rows.shape[1:], rows.dtype)
+        for at in range(0, len(idx), ROWS_AT_CHUNK):
+            o = order[at : at + ROWS_AT_CHUNK]
+            out[o] = rows[idx[o]]
+            _drop_pages(mm)
+        return out
 
     def close(self) -> None:
         """Free the rows (and remove the spill file); closing twice is harmless."""

@@ -249,7 +249,7 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
     t_start = time.perf_counter()
     log = StageLog()
     fields = opts.fields
-    limits = opts.limits()  # (NaN and infinities refused: the outputs are JSON)
+    limits = opts.limits()  # (a JSON line holding NaN or Infinity refused: kept.jsonl stays JSON)
     # SimHash has no LSH bands: its band rows are the fingerprint's max_distance + 1 blocks
     b, r = (0, 0) if simhash else choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
     params = K.KernelParams.from_options(opts, b, r, threads=1)

@@ -1,0 +1,99 @@
+"""SIGTERM and SIGHUP during `neardup dedup` clean up as Ctrl-C does: no spill directory in
+--tmp-dir, no partial output, the previous run's outputs as they were; exit 128 + signal."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from neardup.cli import Terminated, _terminate_as_interrupt
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    # large enough that a run under --memory-limit spills its band keys, sorts them externally
+    # and takes a moment to write its outputs (a few seconds in all)
+    path = tmp_path_factory.mktemp("corpus") / "c.jsonl"
+    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "160000",
+                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
+    return path
+
+
+def _signal_when(corpus, tmp_path, sig, appears) -> tuple[int, str, bool]:
+    """Run dedup, send `sig` once `appears(tmp_dir, out)` (polled) is true; the exit code, the
+    stderr and whether the moment was reached before the run ended."""
+    spill, out = tmp_path / "spill", tmp_path / "out"
+    spill.mkdir(exist_ok=True)
+    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out), "-q",
+                          "--tmp-dir", str(spill), "--memory-limit", "150M"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    caught = False
+    try:
+        deadline = time.monotonic() + 120
+        while p.poll() is None and time.monotonic() < deadline:
+            if appears(spill, out):
+                p.send_signal(sig)
+                caught = True
+                break
+            time.sleep(0.005)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return p.returncode, err, caught
+
+
+def _names(d) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
+
+
+def spill_dir(spill, out):
+    return any(n.startswith("neardup-") and not n.startswith("neardup-bands-") for n in _names(spill))
+
+
+def band_sort(spill, out):
+    return any(n.startswith("neardup-bands-") for n in _names(spill))
+
+
+def partial_output(spill, out):
+    return any(n.endswith(".tmp") for n in _names(out))
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+@pytest.mark.parametrize("moment", [spill_dir, band_sort, partial_output])
+def test_signal_mid_run_cleans_up(corpus, tmp_path, sig, code, moment):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "kept.jsonl").write_text("previous run\n")  # (as a previous run's output would be)
+    rc, err, caught = _signal_when(corpus, tmp_path, sig, moment)
+    if not caught:
+        pytest.skip(f"the run ended before {moment.__name__} was seen (rc {rc})")
+    assert rc == code, err
+    assert err.strip() == f"neardup: terminated ({signal.Signals(sig).name})"
+    assert _names(tmp_path / "spill") == []  # no spill file or directory left
+    assert sorted(_names(out)) == ["kept.jsonl"]  # no partial output
+    assert (out / "kept.jsonl").read_text() == "previous run\n"  # the previous set as it was
+
+
+def test_the_spill_moment_is_reached(corpus, tmp_path):
+    # the polling above must see at least the first moment, or the tests prove nothing
+    rc, err, caught = _signal_when(corpus, tmp_path, signal.SIGTERM, spill_dir)
+    assert caught and rc == 143, err
+
+
+def test_previous_handlers_are_restored():
+    before_term, before_hup = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
+    with pytest.raises(Terminated) as ei:
+        with _terminate_as_interrupt():
+            assert signal.getsignal(signal.SIGTERM) is not before_term
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # (interrupted by the handler)
+    assert ei.value.code == 143 and isinstance(ei.value, KeyboardInterrupt)
+    assert signal.getsignal(signal.SIGTERM) is before_term
+    assert signal.getsignal(signal.SIGHUP) is before_hup
