@@ -47,3 +47,20 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self.proc.stderr.close()
+
+
+def partial_requests(port: int, n: int, request: bytes = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n") -> list:
+    """`n` connections to the server on `port`, each holding a request it never finishes."""
+    socks = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(request)  # never finished
+        socks.append(s)
+    return socks
+
+
+def soft_fd_limit(pid: int) -> int:
+    """Process `pid`'s soft limit on open files (/proc/PID/limits)."""
+    with open(f"/proc/{pid}/limits") as f:
+        line = next(ln for ln in f if ln.startswith("Max open files"))
+    return int(line.split()[3])

@@ -5,32 +5,18 @@ files (within the hard one), answers 503 past a number of connections derived fr
 cuts off what is still running 10 s into a shutdown (it waited 30 s)."""
 import resource
 import signal
-import socket
 import time
 
 import httpx
 import pytest
 
-from srv_helpers import Server
+from srv_helpers import Server, partial_requests, soft_fd_limit
 
 
 def _limits(soft, hard):
     return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def _soft_limit(pid) -> int:
-    with open(f"/proc/{pid}/limits") as f:
-        line = next(ln for ln in f if ln.startswith("Max open files"))
-    return int(line.split()[3])
-
-
-def _partial(port, n, request=b"GET /v1/health HTTP/1.1\r\nHost: x\r\n"):
-    socks = []
-    for _ in range(n):
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall(request)  # never finished
-        socks.append(s)
-    return socks
 
 
 @pytest.fixture
@@ -51,8 +37,8 @@ def test_a_low_soft_limit_is_raised_so_partial_requests_do_not_starve_the_server
     srv = Server(index_dir, preexec_fn=_limits(1024, 4096))
     socks = []
     try:
-        assert _soft_limit(srv.proc.pid) == 4096
-        socks = _partial(srv.port, 1100)
+        assert soft_fd_limit(srv.proc.pid) == 4096
+        socks = partial_requests(srv.port, 1100)
         time.sleep(0.5)
         r = httpx.get(srv.url + "/v1/health", timeout=10)
         assert r.status_code == 200 and r.json()["writer"]["alive"]
@@ -69,7 +55,7 @@ def test_past_the_connection_limit_a_request_gets_503_and_shutdown_is_bounded(in
     srv = Server(index_dir, preexec_fn=_limits(256, 256))
     socks = []
     try:
-        socks = _partial(srv.port, 70)
+        socks = partial_requests(srv.port, 70)
         time.sleep(0.5)
         r = httpx.get(srv.url + "/v1/health", timeout=10)
         assert r.status_code == 503 and r.text == "Service Unavailable"  # uvicorn's, at once
@@ -79,7 +65,7 @@ def test_past_the_connection_limit_a_request_gets_503_and_shutdown_is_bounded(in
         time.sleep(0.5)
         assert httpx.get(srv.url + "/v1/health", timeout=10).status_code == 200
         # a body that never comes holds its request until the shutdown's graceful timeout
-        socks = _partial(srv.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        socks = partial_requests(srv.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                                       b"\r\nContent-Length: 1000\r\n\r\n{\"id\":")
         time.sleep(0.5)
         t0 = time.time()

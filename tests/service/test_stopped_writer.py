@@ -16,7 +16,6 @@ import contextlib
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -31,7 +30,7 @@ from neardup.index import Index
 from neardup.service import worker
 from neardup.service.app import create_app, serve
 from neardup.service.worker import WriterGoneError, WriterProcess
-from srv_helpers import Server, free_port
+from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
 
 
 @contextlib.contextmanager
@@ -280,18 +279,6 @@ def test_more_connections_than_the_open_files_allow_is_refused(index_dir):
         ix._writer()  # its writer process let go of the lock
 
 
-def _partial(port, n, request=b"GET /v1/health HTTP/1.1\r\nHost: x\r\n"):
-    socks = []
-    for _ in range(n):
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall(request)  # never finished
-        socks.append(s)
-    return socks
-
-
-def _soft_limit(pid) -> int:
-    with open(f"/proc/{pid}/limits") as f:
-        return int(next(ln for ln in f if ln.startswith("Max open files")).split()[3])
 
 
 def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(index_dir):
@@ -302,10 +289,10 @@ def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(ind
                  preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096)))
     socks = []
     try:
-        assert _soft_limit(srv.proc.pid) == 3000
+        assert soft_fd_limit(srv.proc.pid) == 3000
         pid = httpx.get(srv.url + "/v1/health", timeout=10).json()["writer"]["pid"]
-        assert _soft_limit(pid) == 3000  # the writer process inherits it
-        socks = _partial(srv.port, 8)
+        assert soft_fd_limit(pid) == 3000  # the writer process inherits it
+        socks = partial_requests(srv.port, 8)
         time.sleep(0.5)
         r = httpx.get(srv.url + "/v1/health", timeout=10)
         assert r.status_code == 503 and r.text == "Service Unavailable"  # uvicorn's, past 8
@@ -314,7 +301,7 @@ def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(ind
         socks = []
         _until(lambda: httpx.get(srv.url + "/v1/health", timeout=10).status_code == 200, 10)
         # a body that never comes holds its request until the shutdown's wait: 2 s, not 10
-        socks = _partial(srv.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+        socks = partial_requests(srv.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                                       b"\r\nContent-Length: 1000\r\n\r\n{\"id\":")
         time.sleep(0.5)
         t0 = time.time()

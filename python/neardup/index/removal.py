@@ -151,19 +151,14 @@ class Removal:
             heir = {m["doc"]: first_of_key[m["exact_key"]] for m in members.get(c, [])
                     if m["doc"] in gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
             if heir:
-                hs = list(heir)
-                for s in range(0, len(hs), 15000):
-                    chunk = hs[s : s + 15000]
-                    ph = ",".join("?" * len(chunk))
-                    for a, b, sim in conn.execute(f"SELECT a, b, similarity FROM pairs WHERE a IN ({ph}) OR b IN ({ph})",
-                                                  chunk + chunk):
-                        i = heir.get(a, pos.get(a))
-                        j = heir.get(b, pos.get(b))
-                        if i is None or j is None or i == j:
-                            continue
-                        edges.append((i, j))
-                        da, db = rest[i]["doc"], rest[j]["doc"]
-                        inherited.append((min(da, db), max(da, db), sim))
+                for a, b, sim in _pairs_touching(conn, list(heir)):
+                    i = heir.get(a, pos.get(a))
+                    j = heir.get(b, pos.get(b))
+                    if i is None or j is None or i == j:
+                        continue
+                    edges.append((i, j))
+                    da, db = rest[i]["doc"], rest[j]["doc"]
+                    inherited.append((min(da, db), max(da, db), sim))
             by_key: dict[int, int] = {}
             for i, m in enumerate(rest):
                 if m["exact_key"] != 0:
@@ -289,14 +284,10 @@ class Removal:
         if lost:
             best: dict[int, tuple[float, int]] = {}  # lost -> (-similarity, doc): the most similar, then the oldest
             ls = set(lost)
-            for s in range(0, len(lost), 15000):
-                chunk = lost[s : s + 15000]
-                ph = ",".join("?" * len(chunk))
-                for a, b, sim in conn.execute(f"SELECT a, b, similarity FROM pairs WHERE a IN ({ph}) OR b IN ({ph})",
-                                              chunk + chunk):
-                    for x, y in ((a, b), (b, a)):
-                        if x in ls and y in part_of and old[y]["cluster"] == old[x]["cluster"]:
-                            best[x] = min(best.get(x, (2.0, y)), (-sim, y))
+            for a, b, sim in _pairs_touching(conn, lost):
+                for x, y in ((a, b), (b, a)):
+                    if x in ls and y in part_of and old[y]["cluster"] == old[x]["cluster"]:
+                        best[x] = min(best.get(x, (2.0, y)), (-sim, y))
             first_copy: dict[tuple[int, int], int] = {}  # (cluster, exact key) -> its first surviving document
             for d in sorted(part_of):
                 if old[d]["exact_key"] != 0:
@@ -546,3 +537,12 @@ class Removal:
                     pass
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": int(name is not None)}
+
+
+def _pairs_touching(conn, docs: list[int]):
+    """The stored pairs (a, b, similarity) with a or b among `docs` (in chunks: SQLite's limit
+    on a statement's parameters)."""
+    for s in range(0, len(docs), 15000):
+        chunk = docs[s : s + 15000]
+        ph = ",".join("?" * len(chunk))
+        yield from conn.execute(f"SELECT a, b, similarity FROM pairs WHERE a IN ({ph}) OR b IN ({ph})", chunk + chunk)
