@@ -135,3 +135,33 @@ def test_a_parquet_nan_is_a_value_as_locally(spark, tmp_path):
         score = t.column("score").to_pylist()
         assert math.isnan(score[0]) and score[1] == 1.0 and t.column("v").to_pylist()[0] == [1.5, math.inf]
     assert a.schema == b.schema
+
+
+def test_an_output_that_would_overwrite_an_input_is_refused(spark, tmp_path):
+    """Spark writes its outputs as directories in "overwrite" mode: an input inside
+    OUT/clusters.parquet or OUT/kept.parquet (or at OUT/report.json) was deleted by the run that
+    read it."""
+    from neardup.engines.spark import dedup_spark
+    from neardup.io.errors import OutputError
+
+    out = tmp_path / "out"
+    for d in ("clusters.parquet", "kept.parquet"):
+        (out / d).mkdir(parents=True)
+        pq.write_table(pa.table({"id": ["a", "b"], "text": [T, _story(1)]}), out / d / "part-0.parquet")
+    inside = out / "clusters.parquet" / "part-0.parquet"
+    before = inside.read_bytes()
+    with pytest.raises(OutputError, match="would overwrite the input"):
+        dedup_spark(spark, [str(inside)], out)
+    with pytest.raises(OutputError, match="would overwrite the input"):
+        dedup_spark(spark, [f"file://{out}/clusters.parquet/*.parquet"], out)
+    assert inside.read_bytes() == before
+    kept_input = out / "kept.parquet" / "part-0.parquet"
+    with pytest.raises(OutputError, match="kept.parquet"):
+        dedup_spark(spark, [str(kept_input)], out, output_format="parquet")
+    jl = out / "report.json"
+    _write(jl, [json.dumps({"id": "x", "text": T})])
+    with pytest.raises(OutputError, match="report.json"):
+        dedup_spark(spark, [str(jl)], out)
+    # another output directory: the same input reads as usual
+    res = dedup_spark(spark, [str(inside)], tmp_path / "elsewhere", collect=True)
+    assert sorted(res.kept) == ["a", "b"]

@@ -43,7 +43,7 @@ from neardup import kernels as K
 from neardup.engines.spark.outputs import write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.errors import InvalidParameterError
-from neardup.io.errors import InputFileError, RecordError
+from neardup.io.errors import InputFileError, OutputError, RecordError
 from neardup.io.writers import ensure_output_dir, writable_tree
 from neardup.io.records import Fields, Limits
 from neardup.lsh import candidate_probability
@@ -269,6 +269,8 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         # ---- 1. read, check, keys: one pass over the texts, which are not kept ------------
         with log.stage("read") as st:
             sources = read_sources(spark, inputs)
+            if out is not None:  # an input an output would overwrite: refused, as the local engine does
+                _refuse_overwriting_inputs(_local_files(sources), out, opts.output_format)
             names = [s.path for s in sources]
             N = _partitions(spark, partitions, sources)
             # every shuffle of the run (joins, groupBy, distinct too) at N partitions, not 200
@@ -645,3 +647,37 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
     labels = e.select(F.col("u").alias("pos"), F.col("v").alias("label")).unionByName(
         e.select(F.col("v").alias("pos"), F.col("v").alias("label"))).distinct()
     return labels, rounds
+
+
+def _local_files(sources) -> list[str]:
+    """The local files the inputs read (a path, or each file of a glob or a directory; a
+    ``file:`` URL as its path): the ones an output in the output directory could be."""
+    out = []
+    for s in sources:
+        for p in [s.path] + [name for _, name in (s.files or [])]:
+            if isinstance(p, str) and p.startswith("file:"):
+                from urllib.parse import unquote, urlparse
+
+                p = unquote(urlparse(p).path)
+            if isinstance(p, str):
+                out.append(p)
+    return out
+
+
+def _refuse_overwriting_inputs(files: list[str], out: str, output_format: str) -> None:
+    """Refuse, before the job, a run one of whose outputs is (or holds) one of its inputs: Spark
+    writes clusters.parquet, pairs.parquet and kept.* as directories in "overwrite" mode, which
+    deletes what is there, and report.json is replaced (an input at OUT/kept.parquet, or a file
+    inside it, was lost)."""
+    kept = "kept.jsonl" if output_format == "jsonl" else "kept.parquet"
+    for name in ("clusters.parquet", "pairs.parquet", kept, "report.json"):
+        target = os.path.join(out, name)
+        if not os.path.exists(target):
+            continue
+        t = os.path.realpath(target)
+        for f in files:
+            if os.path.exists(f):
+                r = os.path.realpath(f)
+                if r == t or r.startswith(t + os.sep) or (os.path.isfile(t) and os.path.samefile(f, t)):
+                    raise OutputError(f"{target}: this output would overwrite the input {f}: give another "
+                                      "output directory")
