@@ -132,7 +132,17 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # the smallest band sort, twice (its pairs). The re-read's batch of records is not
         # added: the batches of text in flight now are part of what is resident, and gone then.
         signed = int(scale * sum(len(p) for p in sig_doc_parts))
-        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1) + parquet_block(scale)
+        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1) + parquet_block(scale) + estimate_work()
+
+    def estimate_work() -> int:
+        # --verify estimate: the clusters stage copies a chunk of pairs' signature rows out of
+        # the rows (_estimate: ESTIMATE_CHUNK pairs, two rows each at most), the estimate's own
+        # temporaries take as much again, and a spill map's pages stay resident between drops
+        # (RowStore.rows_at: 8 MiB). Not kept, a run at 180M peaked at 180.4 MiB (the stage
+        # grew 15.5 MiB past the first pass)
+        if opts.method != "minhash" or opts.verify != "estimate":
+            return 0
+        return 2 * (2 * ESTIMATE_CHUNK * opts.num_perm * 4) + (8 << 20)
 
     def parquet_block(scale: float) -> int:
         # kept.parquet is written a block of records at a time (parquet_out.block_bytes): room
