@@ -1,5 +1,6 @@
 """SIGTERM and SIGHUP during `neardup dedup` clean up as Ctrl-C does: no spill directory in
 --tmp-dir, no partial output, the previous run's outputs as they were; exit 128 + signal."""
+import json
 import math
 import os
 import re
@@ -25,18 +26,25 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def limit(corpus, tmp_path_factory) -> str:
-    """A --memory-limit above the least this run needs here (the run says it when refused), so
-    that it spills and sorts externally whatever the interpreter's own size (70-105 MiB by the
-    install: a fixed 150M was too small in a fresh virtual environment, and the moments were
-    never reached)."""
+    """5% over the smallest --memory-limit (within ~6%) that this run here completes under, with
+    its rows spilled: so that it spills and sorts externally whatever the interpreter's own size
+    (70-105 MiB by the install). A fixed 150M was too small in a fresh virtual environment (the
+    moments were never reached), and 1.35x the least the run says it needs was so large there
+    that nothing spilled. A refused run says what it needs; that figure grows with the limit
+    (the projection counts what is resident), so the search steps up from it."""
     out = tmp_path_factory.mktemp("probe")
-    p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out / "o"), "-q",
-                        "--tmp-dir", str(out), "--memory-limit", "80M"], capture_output=True, text=True, timeout=300)
-    m = re.search(r"needs at least about ([\d.]+) MiB", p.stderr)
-    assert p.returncode == 2 and m, p.stderr
-    # (the figure said early in the input is low by up to a quarter: the projection grows with
-    # what is resident, which grows with the limit)
-    return f"{math.ceil(float(m.group(1)) * 1.35)}M"
+    mib = 80.0
+    for _ in range(12):
+        p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out / "o"), "-q",
+                            "--json", "--tmp-dir", str(out), "--memory-limit", f"{math.ceil(mib)}M"],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode == 0:
+            assert json.loads(p.stdout)["memory"]["rows_spilled_to_disk"], "the smallest limit that ran spilled nothing"
+            return f"{math.ceil(mib * 1.05)}M"  # (5% over: at the edge, a run like it was refused)
+        m = re.search(r"needs at least about ([\d.]+) MiB", p.stderr)
+        assert p.returncode == 2 and m, p.stderr
+        mib = max(mib * 1.06, float(m.group(1)) + 1)
+    raise AssertionError(f"no --memory-limit up to {mib:.0f} MiB ran")
 
 
 def _signal_when(corpus, tmp_path, sig, appears, limit) -> tuple[int, str, bool]:
