@@ -1,6 +1,7 @@
 """The real-server helper of the service tests: `neardup serve` on 127.0.0.1 in a subprocess.
 (A module of its own, not conftest.py: tests/index has a conftest.py too, and a test importing
 ``from conftest import ...`` got whichever of the two pytest had imported first.)"""
+import signal
 import socket
 import subprocess
 import sys
@@ -38,15 +39,35 @@ class Server:
                 raise RuntimeError("neardup serve did not start")
             time.sleep(0.1)
 
-    def stop(self):
+    def stop(self, wait: float = 10) -> str:
+        """SIGTERM, `wait` seconds for the exit (then SIGKILL); returns what it wrote to
+        stderr (empty once stopped before)."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(10)
+                self.proc.wait(wait)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stderr.closed:
+            return ""
+        err = self.proc.stderr.read().decode()
         self.proc.stderr.close()
+        return err
+
+    def shutdown_with_a_body_pending(self) -> float:
+        """Seconds from SIGTERM to the exit while one request's body never comes (it holds
+        the shutdown until the graceful timeout)."""
+        socks = partial_requests(self.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                 b"application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":")
+        try:
+            time.sleep(0.5)
+            t0 = time.time()
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(60)
+            return time.time() - t0
+        finally:
+            socks[0].close()
 
 
 def partial_requests(port: int, n: int, request: bytes = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n") -> list:

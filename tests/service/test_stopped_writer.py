@@ -51,19 +51,6 @@ def _until(what, seconds=60.0):
         time.sleep(0.1)
 
 
-def _stop_and_read(srv: Server) -> str:
-    """Stop the server (SIGTERM) and return what it wrote to stderr."""
-    srv.proc.terminate()
-    try:
-        srv.proc.wait(60)
-    except subprocess.TimeoutExpired:
-        srv.proc.kill()
-        srv.proc.wait()
-    err = srv.proc.stderr.read().decode()
-    srv.stop()
-    return err
-
-
 def test_a_stopped_writer_process_is_said_and_writes_time_out(index_dir, rain):
     srv = Server(index_dir, "--write-timeout", "3")
     try:
@@ -124,7 +111,7 @@ def test_a_stopped_writer_process_is_said_and_writes_time_out(index_dir, rain):
             assert r.status_code == 200, r.text
             assert c.get("/v1/stats").json()["documents"] == len(rain) - 1
     finally:
-        err = _stop_and_read(srv)
+        err = srv.stop(wait=60)
     assert "Traceback" not in err and "InvalidStateError" not in err, err
     with Index.open(index_dir) as ix:
         assert ix.stats()["documents"] == len(rain) - 1
@@ -163,7 +150,7 @@ def test_reads_and_health_answer_while_writes_pile_up_for_a_stopped_writer(index
             _until(lambda: c.get("/v1/health").status_code == 200)
             assert c.get("/v1/health").json()["writer"]["answering"] is True
     finally:
-        err = _stop_and_read(srv)
+        err = srv.stop(wait=60)
     assert "Traceback" not in err, err
     with Index.open(index_dir) as ix:
         assert ix.stats()["documents"] == 800 and ix.check()["texts"] == 800
@@ -301,13 +288,8 @@ def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(ind
         socks = []
         _until(lambda: httpx.get(srv.url + "/v1/health", timeout=10).status_code == 200, 10)
         # a body that never comes holds its request until the shutdown's wait: 2 s, not 10
-        socks = partial_requests(srv.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
-                                      b"\r\nContent-Length: 1000\r\n\r\n{\"id\":")
-        time.sleep(0.5)
-        t0 = time.time()
-        srv.proc.send_signal(signal.SIGTERM)
-        srv.proc.wait(60)
-        assert 1.5 < time.time() - t0 < 8, time.time() - t0
+        took = srv.shutdown_with_a_body_pending()
+        assert 1.5 < took < 8, took
     finally:
         for s in socks:
             s.close()
