@@ -563,7 +563,7 @@ def _rows_by_value(batch) -> list[dict]:
     years) raised OverflowError for the whole batch, a crash (exit 1). Such a value is read as
     its ISO 8601 text with a sign and the year in full (``+33658-09-27T01:46:40``): the record
     is kept, the value carried through as text, and in the time field it is a time that cannot
-    be read (records.parse_time says it is out of the range of times)."""
+    be read (times.parse_time says it is out of the range of times)."""
     names = batch.schema.names
     cols = []
     for col in batch.columns:
