@@ -28,7 +28,7 @@ from neardup.cli import main
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.service import worker
-from neardup.service.app import create_app, serve
+from neardup.service.app import STALL_GRACE, create_app, serve
 from neardup.service.worker import WriterGoneError, WriterProcess
 from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
 
@@ -234,12 +234,48 @@ def test_no_write_timeout(index_dir, rain):
         assert create_app(ix).state.write_timeout == 60
         with pytest.raises(InvalidParameterError, match="--write-timeout"):
             create_app(ix, write_timeout=-1)
+        with pytest.raises(InvalidParameterError, match="--health-timeout must be more than 0"):
+            create_app(ix, health_timeout=0)
+
+
+def test_a_writer_busy_with_a_long_group_is_up(index_dir):
+    """A batch of 10,000 articles keeps the writer process's loop in one group for longer than
+    the health timeout (0.2 s here, 2 s by default: a max batch on a loaded host): health
+    answered 503 writer_not_answering while the writer worked, which takes a server out of a
+    load balancer's rotation for doing its job. Now 200 "ok" with the writer busy (it used
+    the CPU while health waited); a stopped one is still 503 (the test above)."""
+    words = [f"w{i}" for i in range(5000)]
+    docs = [{"id": f"b{n}", "text": " ".join(words[(n * 7 + j * 13) % 5000] for j in range(120))} for n in range(10_000)]
+    srv = Server(index_dir, "--health-timeout", "0.2", "--max-body", "50000000")
+    try:
+        with httpx.Client(base_url=srv.url, timeout=120) as c:
+            posted = []
+            t = threading.Thread(target=lambda: posted.append(c.post("/v1/documents", json={"documents": docs})))
+            t.start()
+            answers = []
+            while t.is_alive():
+                h = c.get("/v1/health")
+                answers.append((h.status_code, h.json()))
+                time.sleep(0.02)
+            t.join()
+            assert posted[0].status_code == 200, posted[0].text
+            assert [a for a in answers if a[0] != 200] == [], [a for a in answers if a[0] != 200][:3]
+            busy = [body for _, body in answers if body["writer"].get("answering") is False]
+            # the group ran for seconds: health checks landed in it (at least one in ~50 ms steps)
+            assert busy, answers
+            for body in busy:
+                w = body["writer"]
+                assert body["status"] == "ok" and w["busy"] is True and w["seconds_since_cpu"] <= STALL_GRACE, body
+                assert w["process_state"] != "stopped" and "error" not in body
+    finally:
+        srv.stop()
 
 
 @pytest.mark.parametrize("kw,flag", [
     ({"shutdown_timeout": -1}, "--shutdown-timeout"), ({"shutdown_timeout": float("inf")}, "--shutdown-timeout"),
     ({"write_timeout": float("nan")}, "--write-timeout"), ({"max_connections": 0}, "--max-connections"),
     ({"max_connections": 2.5}, "--max-connections"), ({"max_open_files": True}, "--max-open-files"),
+    ({"health_timeout": 0}, "--health-timeout"), ({"health_timeout": "2"}, "--health-timeout"),
 ])
 def test_serve_checks_its_limits_before_opening_anything(tmp_path, kw, flag):
     with pytest.raises(InvalidParameterError, match=flag):
@@ -248,7 +284,7 @@ def test_serve_checks_its_limits_before_opening_anything(tmp_path, kw, flag):
 
 @pytest.mark.parametrize("args", [["--shutdown-timeout", "-1"], ["--shutdown-timeout", "nan"],
                                   ["--write-timeout", "soon"], ["--max-connections", "0"],
-                                  ["--max-open-files", "many"]])
+                                  ["--max-open-files", "many"], ["--health-timeout", "0"]])
 def test_the_flags_are_refused_with_their_name(tmp_path, capsys, args):
     with pytest.raises(SystemExit) as e:
         main(["serve", str(tmp_path), *args])
@@ -264,8 +300,6 @@ def test_more_connections_than_the_open_files_allow_is_refused(index_dir):
     assert "--max-connections 100,000,000 is over what the limit on open files allows" in p.stderr
     with Index.open(index_dir) as ix:
         ix._writer()  # its writer process let go of the lock
-
-
 
 
 def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(index_dir):

@@ -159,6 +159,9 @@ def register(sub) -> None:
     g.add_argument("--write-timeout", type=_serve_timeout, default=60.0, metavar="SECONDS",
                    help="a POST or DELETE waits this long for the writer's answer, then gets 503 writer_timeout "
                         "(its outcome unknown); 0 or none: no limit (default: 60)")
+    g.add_argument("--health-timeout", type=_serve_positive_seconds, default=2.0, metavar="SECONDS",
+                   help="GET /v1/health waits this long for the writer's answer; then 503, unless the writer "
+                        "process is working through a long group (default: 2)")
     g.add_argument("--shutdown-timeout", type=_serve_seconds, default=10.0, metavar="SECONDS",
                    help="a shutdown (SIGTERM, Ctrl-C) waits this long for the requests under way, then cuts "
                         "them off (default: 10)")
@@ -180,6 +183,14 @@ def _serve_seconds(text: str) -> float:
         v = None
     if v is None or not math.isfinite(v) or v < 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {text!r}")
+    return v
+
+
+def _serve_positive_seconds(text: str) -> float:
+    """argparse type of serve's --health-timeout: seconds, more than 0."""
+    v = _serve_seconds(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
     return v
 
 
@@ -625,7 +636,7 @@ def _serve(a) -> int:
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
                  threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,
                  l0_fold_at=a.l0_fold_at, merge_max=a.merge_max, writer=a.writer,
-                 write_timeout=a.write_timeout, shutdown_timeout=a.shutdown_timeout,
+                 write_timeout=a.write_timeout, health_timeout=a.health_timeout, shutdown_timeout=a.shutdown_timeout,
                  max_connections=a.max_connections, max_open_files=a.max_open_files)
 
 

@@ -324,20 +324,35 @@ def _anchor_routes(app: FastAPI) -> None:
 #: Without a limit a POST to a stopped or hung writer process waited forever, holding its
 #: connection and its client. A batch of 10,000 articles takes seconds, not a minute.
 WRITE_TIMEOUT = 60.0
-#: seconds GET /v1/health waits for the writer's answer to its ping before it answers 503
+#: seconds GET /v1/health waits for the writer's answer to its ping (``neardup serve
+#: --health-timeout``); then it answers 503, unless the writer process is busy (BUSY_STEP, STALL_GRACE)
 PING_TIMEOUT = 2.0
+#: a writer process that has not answered the ping is busy (a long group: a batch of 10,000
+#: articles on a loaded host), not stopped or hung, while its CPU time goes on growing: by
+#: BUSY_STEP s of CPU within STALL_GRACE s. Health then answers 200 (the writer "busy") until it
+#: has not answered for --write-timeout seconds. A stopped or deadlocked writer uses no CPU; a
+#: working one under I/O pressure can sleep in the kernel's dirty-page throttling for a moment
+#: (measured: 0.5 s with 0.7% of a core, mid-group, four other processes writing): a grace of
+#: seconds, not one window, tells the two apart.
+BUSY_STEP = 0.02
+STALL_GRACE = 5.0
+#: the first look at a silent writer's CPU waits this long for a second sample (the CPU time
+#: is counted in clock ticks of 10 ms)
+BUSY_WINDOW = 0.5
 
 
 def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000,
                writer: GroupWriter | WriterProcess | None = None,
-               write_timeout: float | None = WRITE_TIMEOUT) -> FastAPI:
+               write_timeout: float | None = WRITE_TIMEOUT, health_timeout: float = PING_TIMEOUT) -> FastAPI:
     """The FastAPI application over `index` (an open :class:`Index` or a directory; a directory is
     opened with background folds of level 0, as ``neardup serve`` does). Writes go to `writer`:
     by default a :class:`GroupWriter` thread on `index`; ``neardup serve`` passes a
     :class:`WriterProcess` on the same directory (then `index` is only read here).
     `write_timeout`: seconds a write waits for the writer's answer (None: no limit); set here,
-    for the app's life (app.state.write_timeout shows it)."""
+    for the app's life (app.state.write_timeout shows it). `health_timeout`: seconds GET
+    /v1/health waits for the writer's answer to its ping."""
     write_timeout = _write_timeout(write_timeout)
+    health_timeout = _health_timeout(health_timeout)
     idx = index if isinstance(index, Index) else Index.open(index, background_fold=True)
     writer = writer if writer is not None else GroupWriter(idx, FIELDS)
     started = time.time()
@@ -504,10 +519,35 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return out
 
     waiting_ping: list = [None, None]  # the writer's ping future and the asyncio one wrapping it
+    #: a silent writer process's CPU: pid -> [CPU s, time of that sample, time it last grew]
+    progress: dict[int, list] = {}
+
+    async def _working(pid: int) -> tuple[float, float] | None:
+        """(share of one core since the last sample, seconds since its CPU time last grew by
+        BUSY_STEP) of the writer process `pid`, which has not answered its ping; None where
+        /proc cannot say. The first call of a silence takes two samples BUSY_WINDOW apart."""
+        now = time.monotonic()
+        p = progress.get(pid)
+        if p is None:
+            cpu = _process_cpu(pid)
+            if cpu is None:
+                return None
+            progress.clear()
+            p = progress[pid] = [cpu, now, now - 2 * STALL_GRACE]
+            await asyncio.sleep(BUSY_WINDOW)
+            now = time.monotonic()
+        cpu = _process_cpu(pid)
+        if cpu is None:
+            return None
+        share = max(0.0, cpu - p[0]) / max(now - p[1], 1e-3)
+        if cpu - p[0] >= BUSY_STEP:  # it grew: the next step is counted from here
+            p[:] = [cpu, now, now]
+        return share, now - p[2]
 
     @app.get("/v1/health", summary="Liveness", responses={503: {
-        "description": "the writer does not answer (stopped, hung, or busy with one group for over "
-                       f"{PING_TIMEOUT:g} s): writes wait for it, up to the write timeout"}})
+        "description": "the writer does not answer within the health timeout and is not working (stopped, "
+                       "hung), or has been busy with one group for over the write timeout: writes wait "
+                       "for it, up to the write timeout"}})
     async def health():
         # a writer process that died (killed, out of memory) is started again by the next write:
         # the service still answers, but says so ("degraded") until then
@@ -527,9 +567,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             # one asyncio future per ping (each health check while it waits awaits the same one,
             # rather than adding a callback of its own to the writer's future)
             waiting_ping[:] = [fut, asyncio.wrap_future(fut)]
-        done, _ = await asyncio.wait([waiting_ping[1]], timeout=PING_TIMEOUT)
+        done, _ = await asyncio.wait([waiting_ping[1]], timeout=health_timeout)
         if done and not fut.cancelled() and fut.exception() is None:
             w["answering"] = True
+            progress.clear()
             return out
         now = time.time()
         out["uptime_seconds"] = round(now - started, 3)
@@ -538,9 +579,26 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         state = _process_state(writer.pid) if proc else None
         if state is not None:
             w["process_state"] = state
+        working = None
+        if proc and state not in (None, "stopped", "zombie", "dead"):
+            working = await _working(writer.pid)
+        if working is not None:
+            w["cpu_share"], w["seconds_since_cpu"] = round(working[0], 3), round(min(working[1], 1e9), 3)
+        busy = working is not None and working[1] <= STALL_GRACE
+        if busy and (write_timeout is None or now - since < write_timeout):
+            # working through a long group (its loop answers the ping after it): writes wait
+            # for it as usual, so the service is up
+            w["busy"] = True
+            return out
         out["status"] = "unavailable"
-        how = (" (its process is stopped: kill -CONT it)" if state == "stopped" else
-               " (stopped, hung, or busy with one group for that long)")
+        if state == "stopped":
+            how = " (its process is stopped: kill -CONT it)"
+        elif working is None:
+            how = " (stopped, hung, or busy with one group for that long)"
+        elif busy:
+            how = f" (busy with one group for over the write timeout; it uses {working[0]:.0%} of a core)"
+        else:
+            how = f" (hung, or waiting on the disk: its CPU time has not grown for {working[1]:.1f} s)"
         out["error"] = {"status": 503, "code": "writer_not_answering", "details": None, "message": (
             f"the writer {'process' if proc else 'thread'} has not answered for {now - since:.1f} s{how}: "
             f"{w['requests_waiting']} request(s) wait for it; a write waits up to "
@@ -821,7 +879,8 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
           sync: str = "full", fold: str = "background", l0_max: int | None = None,
           l0_fold_at: int | None = None, merge_max: int | None = None, writer: str = "process",
           shutdown_timeout: float = GRACEFUL_SHUTDOWN, write_timeout: float | None = WRITE_TIMEOUT,
-          max_connections: int | None = None, max_open_files: int = FD_WANTED) -> int:
+          health_timeout: float = PING_TIMEOUT, max_connections: int | None = None,
+          max_open_files: int = FD_WANTED) -> int:
     """`writer`: "process" (default) adds, dry runs and removes in a process of its own
     (worker.py: its own GIL and core); "thread": in a thread of this process.
     `fold`: "background" (default) folds level 0 into a segment in a thread of its own, off the
@@ -830,7 +889,8 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     index's stored tuning for this process.
     `shutdown_timeout`: seconds a shutdown waits for the requests under way (uvicorn's
     timeout_graceful_shutdown). `write_timeout`: seconds a write waits for the writer (None or
-    0: no limit; create_app). `max_connections`: open connections past which a request gets
+    0: no limit; create_app). `health_timeout`: seconds GET /v1/health waits for the writer's
+    answer (create_app). `max_connections`: open connections past which a request gets
     uvicorn's 503 at once (None: as many as the limit on open files allows, connection_limit;
     more than that is refused). `max_open_files`: the soft limit on open files is raised up to
     it, within the hard limit (raise_fd_limit)."""
@@ -843,6 +903,7 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
     # the limits are checked before anything is opened: a mistyped one is said at once
     shutdown_timeout = _seconds("--shutdown-timeout", shutdown_timeout)
     write_timeout = _write_timeout(write_timeout)
+    health_timeout = _health_timeout(health_timeout)
     max_open_files = _positive("--max-open-files", max_open_files)
     if max_connections is not None:
         max_connections = _positive("--max-connections", max_connections)
@@ -882,7 +943,8 @@ def serve(directory: str, *, host: str = "127.0.0.1", port: int = 8000, max_body
                     "index's own): give at most that, or raise --max-open-files (within the hard limit, "
                     "ulimit -Hn)")
             limit = max_connections
-        app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes, write_timeout=write_timeout)
+        app = create_app(idx, max_body=max_body, max_batch=max_batch, writer=writes, write_timeout=write_timeout,
+                         health_timeout=health_timeout)
     except BaseException:
         sock.close()
         writes.close()
@@ -910,6 +972,14 @@ def _seconds(flag: str, v) -> float:
     return float(v)
 
 
+def _health_timeout(v) -> float:
+    """The health timeout: seconds, more than 0."""
+    v = _seconds("--health-timeout", v)
+    if v == 0:
+        raise InvalidParameterError("--health-timeout must be more than 0 seconds")
+    return v
+
+
 def _write_timeout(v) -> float | None:
     """The write timeout: None for no limit (None, 0, "none" as the flag gives it), else seconds."""
     if v is None or (isinstance(v, str) and v.strip().lower() in ("none", "off")):
@@ -934,6 +1004,17 @@ def _process_state(pid: int | None) -> str | None:
         return None
     return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
             "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    """A process's CPU time so far (user + system, seconds: /proc/PID/stat); None where it
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, TypeError, ValueError):
+        return None
 
 
 def raise_fd_limit(wanted: int = FD_WANTED) -> None:
