@@ -34,6 +34,7 @@ from neardup.index.errors import (
     IndexConfigError,
     IndexCorruptError,
     IndexExistsError,
+    IndexLockedError,
     IndexNotFoundError,
     ForkedIndexError,
     TextRemovedError,
@@ -143,22 +144,32 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         except (FileExistsError, NotADirectoryError) as exc:  # (a dangling link; a file on the path)
             raise OutputError(f"{directory}: cannot create the directory: {exc.strerror} (a file is in the way)") from exc
         db = os.path.join(directory, DB_NAME)
-        if os.path.exists(db):
+        if os.path.exists(db):  # (said at once, also when a writer of that index holds the lock)
             raise IndexExistsError(f"{directory} already holds an index")
-        # Other files are left as they are, except the remains of an index whose database is
-        # gone: a new one would take them up (SQLite replays a left-over WAL into the new
-        # database: the old documents came back; the old text log was appended to). An
-        # interrupted create leaves only the lock and an empty text log.
-        remains = sorted(f for f in os.listdir(directory)
-                         if (f == DB_NAME + "-wal" or f.endswith(".dat") and f.startswith("texts-")
-                             or f.endswith(".ndx") and f.startswith(("seg-", "retired-seg-")))
-                         and os.path.getsize(os.path.join(directory, f)) > 0)
-        if remains:
-            raise IndexExistsError(f"{directory} holds the remains of an index whose database ({DB_NAME}) is missing: "
-                                   f"{few(remains, 3)}; a new index there would take them up: move them away or "
-                                   "choose another directory")
-        lock = WriterLock(directory)
-        lock.acquire()
+        # The checks and the making are one step under the writer lock: two creates at once
+        # both passed the checks before either took the lock, and the one that took it second
+        # made its database over the first's (both "succeeded"; the first's index replaced).
+        # A create that finds the lock held waits a little for it (the holder is another
+        # create, or an interrupted one's process), then finds the index made.
+        lock = _create_lock(directory)
+        try:
+            if os.path.exists(db):
+                raise IndexExistsError(f"{directory} already holds an index")
+            # Other files are left as they are, except the remains of an index whose database is
+            # gone: a new one would take them up (SQLite replays a left-over WAL into the new
+            # database: the old documents came back; the old text log was appended to). An
+            # interrupted create leaves only the lock and an empty text log.
+            remains = sorted(f for f in os.listdir(directory)
+                             if (f == DB_NAME + "-wal" or store.is_index_file(f) and f.startswith(("texts-", "seg-",
+                                                                                                    "retired-seg-")))
+                             and os.path.getsize(os.path.join(directory, f)) > 0)
+            if remains:
+                raise IndexExistsError(f"{directory} holds the remains of an index whose database ({DB_NAME}) is "
+                                       f"missing: {few(remains, 3)}; a new index there would take them up: move "
+                                       "them away or choose another directory")
+        except BaseException:
+            lock.release()
+            raise
         try:
             tmp = db + ".init"
             for f in (tmp, tmp + "-journal"):  # an interrupted create's (its hot journal would be replayed)
@@ -402,8 +413,11 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         texts = {r[0] for r in conn.execute("SELECT name FROM text_files")}
         for name in os.listdir(self.directory):
             # (and segments merged away whose gradual deletion a crash cut short: fold.RETIRED)
-            if ((name.startswith("seg-") and name not in listed) or (name.startswith("texts-") and name not in texts)
-                    or name.startswith(fold.RETIRED)):
+            # (the index's own names only: a user's texts-notes.txt or retired-plans.doc in the
+            # directory was deleted by every writer's open until 2026-12-01)
+            if store.is_index_file(name) and ((name.startswith("seg-") and name not in listed)
+                                              or (name.startswith("texts-") and name not in texts)
+                                              or name.startswith(fold.RETIRED)):
                 try:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:  # pragma: no cover
@@ -803,6 +817,25 @@ def _fields_of(fields) -> Fields | None:
         except TypeError as exc:
             raise InvalidParameterError(f"fields: {exc} (names: id, text, title, time, source)") from None
     raise InvalidParameterError(f"fields must be a neardup.io.Fields or a mapping of its names, got {type(fields).__name__}")
+
+
+def _create_lock(directory: str, wait: float = 10.0) -> WriterLock:
+    """The writer lock of `directory`, for ``Index.create``: held by another process, waited
+    for up to `wait` seconds (another create's is held for milliseconds), then
+    :class:`IndexLockedError`; :class:`IndexExistsError` as soon as the index it was held for
+    is there (not taken: the new index's first write would find it locked)."""
+    lock = WriterLock(directory)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            lock.acquire()
+            return lock
+        except IndexLockedError:
+            if os.path.exists(os.path.join(directory, DB_NAME)):
+                raise IndexExistsError(f"{directory} already holds an index") from None
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _check_threads(threads) -> None:

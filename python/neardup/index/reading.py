@@ -23,8 +23,15 @@ __all__ = ["Reading"]
 
 class Reading:
     def disk_bytes(self) -> int:
+        """The bytes of the index's own files in its directory: ``index.sqlite`` and its
+        ``-wal`` / ``-shm``, the writer lock, the segment files (``seg-*.ndx``, and those being
+        written or deleted) and the text logs (``texts-*.dat``). Other files in the directory (a
+        user's notes, an export written there) and subdirectories are not counted; until
+        2026-12-01 every file in the directory was."""
         total = 0
         for f in os.listdir(self.directory):
+            if not store.is_index_file(f):
+                continue
             try:  # a concurrent compact may remove a file between the listing and the stat
                 st = os.stat(os.path.join(self.directory, f))
             except FileNotFoundError:

@@ -76,7 +76,9 @@ class Removal:
     def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True) -> int:
         """Remove documents by id, and/or every document published (or, without a time, added)
         before `older_than` (seconds since the epoch). Their clusters are recomputed from the
-        stored pairs (a cluster may split); keepers re-decided. Returns how many were removed.
+        stored pairs (a cluster may split: the part holding its keeper keeps its number, or,
+        the keeper removed, the part holding its successor, else the part holding its oldest
+        document); keepers re-decided. Returns how many were removed.
         With `scrub`, the removed texts are overwritten in the text log at once.
 
         `older_than`: seconds since the epoch, a datetime (naive: UTC), a date (its midnight,
@@ -119,7 +121,17 @@ class Removal:
                                  f"WHERE doc IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         gone = {r[0] for r in rows}
         affected = sorted({r[1] for r in rows})
-        members = self._cluster_members(conn, affected)
+        old_keeper: dict[int, int | None] = {}
+        members = self._cluster_members(conn, affected, old_keeper)
+        # which part of a split keeps the number: the one holding the keeper (the story's card,
+        # the number a client holds); with the keeper removed, the one holding its successor
+        # (_successors, as for a merged cluster's representative); with neither, the one
+        # holding the oldest document
+        old = {m["doc"]: m for ms in members.values() for m in ms}
+        survivors = {d for d in old if d not in gone}
+        lost_keepers = sorted({k for c, k in old_keeper.items() if k is not None and k in gone and k in old
+                               and old[k]["cluster"] == c})
+        keeper_successor = self._successors(conn, lost_keepers, old, survivors)
         next_cluster = int(self._meta(conn, "next_cluster"))
         cluster_updates = []  # (keeper, size, updated, cluster)
         new_clusters = []
@@ -177,12 +189,14 @@ class Removal:
             comps: dict[int, list[int]] = {}
             for i, l in enumerate(lab.tolist()):
                 comps.setdefault(l, []).append(i)
-            first = True
-            for l, idxs in sorted(comps.items(), key=lambda kv: min(rest[i]["doc"] for i in kv[1])):
+            k = old_keeper.get(c)
+            anchor = k if k in pos else keeper_successor.get(k) if k is not None else None
+            order = sorted(comps.items(), key=lambda kv: min(rest[i]["doc"] for i in kv[1]))  # oldest first
+            keeps = int(lab[pos[anchor]]) if anchor in pos else order[0][0]
+            for l, idxs in order:
                 part = [rest[i] for i in idxs]
-                if first:
+                if l == keeps:
                     cid = c
-                    first = False
                 else:
                     cid = next_cluster
                     next_cluster += 1
@@ -280,24 +294,7 @@ class Removal:
         part_of = {d: cid for _, _, cid, d in doc_updates}  # every surviving member of `affected`
         lost = sorted({k for _, k, _ in followers if k is not None and k in gone})
         old = {m["doc"]: m for ms in members.values() for m in ms}
-        successor: dict[int, int] = {}
-        if lost:
-            best: dict[int, tuple[float, int]] = {}  # lost -> (-similarity, doc): the most similar, then the oldest
-            ls = set(lost)
-            for a, b, sim in _pairs_touching(conn, lost):
-                for x, y in ((a, b), (b, a)):
-                    if x in ls and y in part_of and old[y]["cluster"] == old[x]["cluster"]:
-                        best[x] = min(best.get(x, (2.0, y)), (-sim, y))
-            first_copy: dict[tuple[int, int], int] = {}  # (cluster, exact key) -> its first surviving document
-            for d in sorted(part_of):
-                if old[d]["exact_key"] != 0:
-                    first_copy.setdefault((old[d]["cluster"], old[d]["exact_key"]), d)
-            for r in lost:
-                copy = first_copy.get((old[r]["cluster"], old[r]["exact_key"])) if old[r]["exact_key"] != 0 else None
-                if copy is not None:
-                    successor[r] = copy
-                elif r in best:
-                    successor[r] = best[r][1]
+        successor = self._successors(conn, lost, old, set(part_of))
         emptied = {c for c in affected if not any(m["doc"] in part_of for m in members.get(c, ()))}
         moves = []
         for x, rep, t in followers:
@@ -306,8 +303,9 @@ class Removal:
                 continue
             r = successor.get(rep, None if rep in gone else rep)
             if r is None or r not in part_of:
-                # not known where its documents are: it follows the number t (the part holding
-                # t's oldest document keeps it); a representative removed without a successor
+                # not known where its documents are: it follows the number t (kept by the part
+                # holding t's keeper, or its successor, or its oldest document: _remove_docs);
+                # a representative removed without a successor
                 # is dropped (a document number is never a live keeper of something else)
                 if rep is not None and rep in gone:
                     moves.append((t, None, now, x))
@@ -315,6 +313,35 @@ class Removal:
             if (part_of[r], r) != (t, rep):
                 moves.append((part_of[r], r, now, x))
         return moves
+
+    def _successors(self, conn, lost: list[int], old: dict[int, dict], survivors: set[int]) -> dict[int, int]:
+        """{removed document: the surviving document that takes its place}, for the removed
+        keepers of split clusters (_remove_docs) and the removed representatives of merged
+        clusters (_merged_moves): its first surviving exact copy (the lowest document number of
+        its exact key in its cluster), else its most similar surviving stored pair in its
+        cluster (ties: the oldest). A document with neither is left out. `old`: every member of
+        the touched clusters, removed or not ({doc: member}); `survivors`: those that stay."""
+        successor: dict[int, int] = {}
+        lost = [r for r in lost if r in old]
+        if not lost:
+            return successor
+        best: dict[int, tuple[float, int]] = {}  # lost -> (-similarity, doc): the most similar, then the oldest
+        ls = set(lost)
+        for a, b, sim in _pairs_touching(conn, lost):
+            for x, y in ((a, b), (b, a)):
+                if x in ls and y in survivors and old[y]["cluster"] == old[x]["cluster"]:
+                    best[x] = min(best.get(x, (2.0, y)), (-sim, y))
+        first_copy: dict[tuple[int, int], int] = {}  # (cluster, exact key) -> its first surviving document
+        for d in sorted(survivors):
+            if old[d]["exact_key"] != 0:
+                first_copy.setdefault((old[d]["cluster"], old[d]["exact_key"]), d)
+        for r in lost:
+            copy = first_copy.get((old[r]["cluster"], old[r]["exact_key"])) if old[r]["exact_key"] != 0 else None
+            if copy is not None:
+                successor[r] = copy
+            elif r in best:
+                successor[r] = best[r][1]
+        return successor
 
     def _bridges(self, conn, rest: list[dict], lab: np.ndarray) -> list[tuple[int, int, float]]:
         """The verified pairs (i, j, similarity), i < j positions in `rest` (a story's remaining

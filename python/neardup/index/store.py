@@ -18,6 +18,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import sqlite3
 import threading
 import zlib
@@ -36,6 +37,18 @@ from neardup.index.segment import Postings, read_segment
 #: 2: level 0 is one row per document (table level0); 1 had one row per posting (see migrate.py)
 FORMAT = 5
 DB_NAME = "index.sqlite"
+
+#: the names of an index's own files (the layout above): the database and SQLite's files beside
+#: it (and an interrupted create's ``index.sqlite.init``), the writer lock, segments (and one
+#: being written, ``.tmp-PID``; one merged away, ``retired-``), the text logs. Nothing else in
+#: the directory is counted (disk_bytes) or ever deleted (a writer's recovery).
+_OWN_NAMES = frozenset(DB_NAME + x for x in ("", "-wal", "-shm", "-journal", ".init", ".init-journal")) | {"lock"}
+_OWN_PATTERN = re.compile(r"(?:retired-)?seg-[^/]*\.ndx(?:\.tmp-\d+)?|texts-\d+\.dat")
+
+
+def is_index_file(name: str) -> bool:
+    """Whether `name` (a file in an index directory) is one of the index's own files."""
+    return name in _OWN_NAMES or _OWN_PATTERN.fullmatch(name) is not None
 
 #: Texts a scrubbing remove has yet to overwrite in the text log (file, offset, bytes): written
 #: in the remove's own transaction, deleted once they are zeroed and fsynced; a writer's open
