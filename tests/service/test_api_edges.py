@@ -86,6 +86,36 @@ def test_bodies_that_cannot_be_read_say_why(client):
     assert r.status_code == 400 and "the body is empty" in r.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("encoding,first", [("utf-16", 0xff), ("utf-32", 0xff), ("utf-16-be", 0x00)])
+def test_a_body_in_utf16_or_utf32_is_refused_naming_its_byte(client, encoding, first):
+    """JSON over HTTP is UTF-8 (RFC 8259): json.loads, FastAPI's parser, took UTF-16 and UTF-32
+    with a byte-order mark and the article was added; FF FE before UTF-8 text was "Expecting
+    value", its byte unnamed."""
+    doc = '{"id": "u", "text": "some words of a story"}'
+    for body, at in ((doc.encode(encoding), f"byte 0x{first:02x} at offset 0"), (b"\xff\xfe" + doc.encode(), "byte 0xff at offset 0")):
+        r = client.post("/v1/documents", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 400, r.text
+        err = r.json()["error"]
+        assert err["code"] == "invalid_json" and err["message"] == f"the body is not UTF-8 text ({at})", err
+    assert client.get("/v1/stats").json()["documents"] == 0
+
+
+@pytest.mark.parametrize("url,takes", [("/v1/documents/a?x=1", "it takes none"),
+                                       ("/v1/clusters?limt=3", "it takes limit, snippets"),
+                                       ("/v1/clusters/1?text=true", "it takes texts")])
+def test_a_get_with_a_query_parameter_it_does_not_take_says_so(client, url, takes):
+    """A misspelt parameter (?text=true for texts) was ignored: the client got no texts and no
+    word of why. POST refused one already; GET and DELETE now do too."""
+    assert client.post("/v1/documents", json={"id": "a", "text": TEXT}).status_code == 200
+    r = client.get(url)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid_request" and takes in err["message"]
+    assert err["details"] == [{"where": f"query.{url.split('?')[1].split('=')[0]}", "problem": "unknown query parameter"}]
+    r = client.delete("/v1/documents/a?force=1")
+    assert r.status_code == 422 and client.get("/v1/documents/a").status_code == 200  # not removed
+
+
 def test_errors_name_the_field_not_the_models_insides(client):
     e = client.post("/v1/documents", json={"documents": [{"id": "a", "text": TEXT}, {"id": [1], "text": TEXT}]}).json()
     assert e["error"]["details"] == [{"where": "body.documents.1.id",

@@ -198,6 +198,18 @@ def _union_problem(e: dict) -> str:
     return _problem(e)
 
 
+def _unknown_params(request: Request, allowed: tuple[str, ...]) -> JSONResponse | None:
+    """422 for a query parameter the route does not take: a misspelt one (``?text=true`` for
+    ``texts``, ``dry-run`` for ``dry_run``) was ignored, and the client got what it did not
+    ask for without a word."""
+    unknown = sorted(k for k in request.query_params.keys() if k not in allowed)
+    if not unknown:
+        return None
+    takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
+    return _err(422, "invalid_request", f"unknown query parameter {unknown[0]!r} ({takes})",
+                [{"where": f"query.{k}", "problem": "unknown query parameter"} for k in unknown])
+
+
 def _encoded(request: Request) -> JSONResponse | None:
     """The 415 of a body sent with a Content-Encoding (the service reads bodies uncompressed),
     or None. Said for the header, whatever the body: a gzip header on a plain JSON body was
@@ -209,6 +221,20 @@ def _encoded(request: Request) -> JSONResponse | None:
     return None
 
 
+def _not_utf8(body: bytes) -> JSONResponse | None:
+    """400 invalid_json naming the first byte that is not UTF-8, or a NUL byte (which JSON text
+    cannot hold unescaped: UTF-16 or UTF-32 without a byte-order mark, which json.loads reads),
+    or None."""
+    try:
+        body.decode("utf-8")
+        at = body.find(b"\x00")
+    except UnicodeDecodeError as exc:
+        at = exc.start
+    if at < 0:
+        return None
+    return _err(400, "invalid_json", f"the body is not UTF-8 text (byte 0x{body[at]:02x} at offset {at})")
+
+
 async def _unreadable_body(request: Request) -> JSONResponse:
     """FastAPI's "There was an error parsing the body" (400), said precisely: a compressed body,
     bytes that are not UTF-8, JSON nested past what the parser can read."""
@@ -216,11 +242,9 @@ async def _unreadable_body(request: Request) -> JSONResponse:
     if refused is not None:
         return refused
     body = await request.body()
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return _err(400, "invalid_json", f"the body is not UTF-8 text (byte 0x{body[exc.start]:02x} at offset "
-                    f"{exc.start})")
+    not_utf8 = _not_utf8(body)
+    if not_utf8 is not None:
+        return not_utf8
     return _err(400, "invalid_json", f"the body is not valid JSON: nested too deeply to read, or unreadable "
                 f"({len(body):,} bytes)")
 
@@ -385,6 +409,11 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         errs = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errs):
             e = next(e for e in errs if e.get("type") == "json_invalid")
+            # (json.loads reads a body opening with FF FE or FE FF as UTF-16, which JSON over
+            # HTTP is not (RFC 8259): such a body failed as "Expecting value", its bytes unnamed)
+            not_utf8 = _not_utf8(await request.body())
+            if not_utf8 is not None:
+                return not_utf8
             return _err(400, "invalid_json", f"the body is not valid JSON: {e.get('ctx', {}).get('error', e.get('msg'))}")
         # The body is a document or a batch: report the errors of the shape that was meant.
         body = getattr(exc, "body", None)
@@ -449,11 +478,15 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         refused = _encoded(request)
         if refused is not None:
             return refused
+        # (here only bodies the fast path left to FastAPI: json.loads takes UTF-16 and UTF-32
+        # with their byte-order marks, which JSON over HTTP is not; such a body was added)
+        refused = _not_utf8(await request.body())
+        if refused is not None:
+            return refused
         params = request.query_params
-        unknown = sorted(k for k in params.keys() if k != "dry_run")
-        if unknown:
-            return _err(422, "invalid_request", f"unknown query parameter {unknown[0]!r} (the only one is dry_run)",
-                        [{"where": f"query.{k}", "problem": "unknown query parameter"} for k in unknown])
+        refused = _unknown_params(request, ("dry_run",))
+        if refused is not None:
+            return refused
         if len(params.getlist("dry_run")) > 1:
             return _err(422, "invalid_request", "dry_run is given more than once",
                         [{"where": "query.dry_run", "problem": "given more than once"}])
@@ -461,7 +494,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
 
     # an id may hold a slash ("site/a/1"), sent percent-encoded or not (_IdPath)
     @app.get("/v1/documents/{doc_id:neardup_id}", response_model=DocumentOut, responses=ERR, summary="One article")
-    def get_document(doc_id: str):
+    def get_document(request: Request, doc_id: str):
+        refused = _unknown_params(request, ())
+        if refused is not None:
+            return refused
         try:
             d = idx.get_document(doc_id)
         except DocumentNotFoundError as exc:
@@ -476,7 +512,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return d
 
     @app.delete("/v1/documents/{doc_id:neardup_id}", responses=ERR, summary="Remove an article (its cluster may split)")
-    async def delete_document(doc_id: str) -> dict:
+    async def delete_document(request: Request, doc_id: str) -> dict:
+        refused = _unknown_params(request, ())
+        if refused is not None:
+            return refused
         typed = idx.typed_ids([doc_id]).get(doc_id, doc_id)  # (the id as it was given, for the answer)
         try:  # durable (--sync full too) before the answer
             n = await _written(writer.remove(doc_id), deadline, "remove")
@@ -492,7 +531,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return {"removed": n, "id": typed}
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
-    def recent(limit: int = Query(24, ge=1, le=500), snippets: bool = True):
+    def recent(request: Request, limit: int = Query(24, ge=1, le=500), snippets: bool = True):
+        refused = _unknown_params(request, ("limit", "snippets"))
+        if refused is not None:
+            return refused
         cards = idx.recent_clusters(limit=limit)
         if snippets and idx.config.store_text:
             for c in cards:
@@ -505,8 +547,11 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return cards
 
     @app.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
-    def get_cluster(cluster_id: str = FPath(pattern=CLUSTER_NUMBER, description="a cluster number (digits only)"),
+    def get_cluster(request: Request, cluster_id: str = FPath(pattern=CLUSTER_NUMBER, description="a cluster number (digits only)"),
                     texts: bool = False):
+        refused = _unknown_params(request, ("texts",))
+        if refused is not None:
+            return refused
         try:
             return idx.get_cluster(int(cluster_id), texts=texts)
         except DocumentNotFoundError as exc:
