@@ -3,6 +3,7 @@ from neardup.index.core import Index, IndexConfig, Verdict
 from neardup.index.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
+    ForkedIndexError,
     IndexClosedError,
     IndexConfigError,
     IndexCorruptError,
@@ -10,6 +11,8 @@ from neardup.index.errors import (
     IndexExistsError,
     IndexLockedError,
     IndexNotFoundError,
+    ScrubIncompleteError,
+    TextRemovedError,
 )
 
 IndexFailure = IndexError_
@@ -17,4 +20,5 @@ IndexFailure = IndexError_
 __all__ = [
     "Index", "IndexConfig", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
     "IndexLockedError", "IndexClosedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
+    "ForkedIndexError", "ScrubIncompleteError", "TextRemovedError",
 ]
