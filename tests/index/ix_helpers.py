@@ -103,3 +103,24 @@ def cluster_sets(rows) -> dict[frozenset, str]:
 
 def member_sims(rows) -> dict[str, tuple[float, str]]:
     return {m["id"]: (round(m["similarity"], 5), m["match"]) for r in rows for m in r["members"]}
+
+
+def chain_texts(seed: int) -> dict[str, str]:
+    """a, b, c: three stories (each two edited regions of 6 words from the others: below the
+    threshold); mbc joins b and c, mab joins a and b (one region from each): a chain that a
+    removal splits."""
+    import random
+
+    rng = random.Random(seed)
+    base = [f"w{rng.randrange(5000)}" for _ in range(120)]
+    regions = [range(i * 30 + 3, i * 30 + 9) for i in range(3)]
+
+    def edit(*which):
+        t = list(base)
+        for r, tag in which:
+            for p in regions[r]:
+                t[p] = tag + t[p]
+        return " ".join(t)
+
+    return {"a": edit((0, "x")), "b": edit((1, "y")), "c": edit((2, "z")),
+            "mbc": edit((1, "y"), (2, "z")), "mab": edit((0, "x"), (1, "y"))}

@@ -2,7 +2,6 @@
 went into; Index.create on a file, on a file's path and on the remains of an index; the
 budget's candidate groups made once (rounds_needed) for archive_rounds."""
 import os
-import random
 import shutil
 import sqlite3
 
@@ -16,33 +15,17 @@ from neardup.index.errors import (
     IndexNotFoundError,
 )
 
+import ix_helpers
+
 T0 = 1_790_000_000
 
 
 # -- 1. merged_into after a split ------------------------------------------------------------
 
-def _chain_texts() -> dict[str, str]:
-    """a, b, c: three stories (each two edited regions of 6 words from the others: below the
-    threshold); mbc joins b and c, mab joins a and b (one region from each)."""
-    rng = random.Random(5)
-    base = [f"w{rng.randrange(5000)}" for _ in range(120)]
-    regions = [range(i * 30 + 3, i * 30 + 9) for i in range(3)]
-
-    def edit(*which):
-        t = list(base)
-        for r, tag in which:
-            for p in regions[r]:
-                t[p] = tag + t[p]
-        return " ".join(t)
-
-    return {"a": edit((0, "x")), "b": edit((1, "y")), "c": edit((2, "z")),
-            "mbc": edit((1, "y"), (2, "z")), "mab": edit((0, "x"), (1, "y"))}
-
-
 def _chain(path) -> Index:
     """Clusters 1 (a), 2 (b), 3 (c); mbc merges 3 into 2, then mab merges 2 into 1 (3 is
     re-pointed to 1): a merge chain, all five documents in cluster 1."""
-    tx = _chain_texts()
+    tx = ix_helpers.chain_texts(5)
     ix = Index.create(path)
     for i, k in enumerate(["a", "b", "c", "mbc", "mab"]):
         ix.add([{"id": k, "text": tx[k], "published_at": T0 + i}])
@@ -102,7 +85,7 @@ def test_a_removed_representative_passes_to_its_nearest_surviving_document(tmp_p
 
 
 def test_a_removed_representative_passes_to_its_exact_copy_first(tmp_path):
-    tx = _chain_texts()
+    tx = ix_helpers.chain_texts(5)
     with Index.create(tmp_path / "ix") as ix:
         for i, k in enumerate(["a", "b", "bx", "c", "mbc", "mab"]):
             ix.add([{"id": k, "text": tx[k.rstrip("x") if k == "bx" else k], "published_at": T0 + i}])

@@ -4,7 +4,6 @@ one directory at once (exactly one makes the index); ``disk_bytes`` counts the i
 files only."""
 import json
 import os
-import random
 import sqlite3
 import subprocess
 import sys
@@ -20,24 +19,6 @@ T0 = 1_790_000_000
 
 # -- 1. the number of a split cluster ----------------------------------------------------------
 
-def _texts() -> dict[str, str]:
-    """a, b, c: three stories (two edited regions of 6 words from each other: below the
-    threshold); mbc joins b and c, mab joins a and b."""
-    rng = random.Random(11)
-    base = [f"w{rng.randrange(5000)}" for _ in range(120)]
-    regions = [range(i * 30 + 3, i * 30 + 9) for i in range(3)]
-
-    def edit(*which):
-        t = list(base)
-        for r, tag in which:
-            for p in regions[r]:
-                t[p] = tag + t[p]
-        return " ".join(t)
-
-    return {"a": edit((0, "x")), "b": edit((1, "y")), "c": edit((2, "z")),
-            "mbc": edit((1, "y"), (2, "z")), "mab": edit((0, "x"), (1, "y"))}
-
-
 #: b is published first: the keeper of the story once mab joins it, though a was added first
 #: (the cluster's oldest document)
 PUBLISHED = {"a": T0 + 10, "b": T0, "bx": T0 + 50, "c": T0 + 20, "mbc": T0 + 30, "mab": T0 + 40}
@@ -46,7 +27,7 @@ PUBLISHED = {"a": T0 + 10, "b": T0, "bx": T0 + 50, "c": T0 + 20, "mbc": T0 + 30,
 def _story(path, ids=("a", "b", "c", "mbc", "mab")) -> Index:
     """Clusters 1 (a), 2 (b), 3 (c); mbc merges 3 into 2, mab merges 2 into 1: one story,
     number 1, whose keeper is b (published first) and whose oldest document is a."""
-    tx = _texts()
+    tx = h.chain_texts(11)
     ix = Index.create(path)
     for k in ids:
         ix.add([{"id": k, "text": tx[k.rstrip("x") if k == "bx" else k], "published_at": PUBLISHED[k]}])
