@@ -227,6 +227,32 @@ def test_a_hung_writer_thread_times_out_and_skips_what_it_had_not_started(index_
             assert c.post("/v1/documents", json=rain[1]).status_code == 200
 
 
+def test_a_writer_stopped_at_shutdown_is_killed_after_a_moment(index_dir, rain):
+    """SIGTERM to a server whose writer process is stopped (SIGSTOP): the shutdown waited the
+    writer's whole minute (STOP_WAIT) for a process that could not go on. Now it is killed once
+    stopped for STOPPED_GRACE (2 s); the index is consistent and opens for writing after."""
+    srv = Server(index_dir)
+    try:
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert c.post("/v1/documents", json={"documents": rain[:3]}).status_code == 200
+            pid = c.get("/v1/health").json()["writer"]["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        t0 = time.time()
+        srv.proc.send_signal(signal.SIGTERM)
+        srv.proc.wait(120)
+        took = time.time() - t0
+        assert took < 20, took  # (was over 60)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed, and reaped
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+        srv.stop()
+    with Index.open(index_dir) as ix:
+        ix._writer()  # the lock is free
+        assert ix.stats()["documents"] == 3
+
+
 def test_no_write_timeout(index_dir, rain):
     with Index.open(index_dir) as ix:
         for v in (0, None, "none"):

@@ -32,8 +32,8 @@ from neardup.index.errors import (DocumentNotFoundError, DuplicateIdError, Index
 from neardup.io.errors import RecordError
 from neardup.io.records import parse_time
 from neardup.service.fastpost import FastPost, replay_once
-from neardup.service.hostcpu import host_cpu
 from neardup.service.timings import Timings
+from neardup.service.hostcpu import host_cpu, process_cpu, process_state
 from neardup.service.worker import WriterGoneError, WriterProcess, WriterTimeoutError
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
@@ -574,14 +574,14 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         now = time.monotonic()
         p = progress.get(pid)
         if p is None:
-            cpu = _process_cpu(pid)
+            cpu = process_cpu(pid)
             if cpu is None:
                 return None
             progress.clear()
             p = progress[pid] = [cpu, now, now - 2 * STALL_GRACE]
             await asyncio.sleep(BUSY_WINDOW)
             now = time.monotonic()
-        cpu = _process_cpu(pid)
+        cpu = process_cpu(pid)
         if cpu is None:
             return None
         share = max(0.0, cpu - p[0]) / max(now - p[1], 1e-3)
@@ -621,7 +621,7 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         out["uptime_seconds"] = round(now - started, 3)
         w.update(answering=False, not_answering_since=round(since, 3),
                  not_answering_seconds=round(now - since, 3), **writer.backlog())
-        state = _process_state(writer.pid) if proc else None
+        state = process_state(writer.pid) if proc else None
         if state is not None:
             w["process_state"] = state
         working = None
@@ -1037,29 +1037,6 @@ def _positive(flag: str, v) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
         raise InvalidParameterError(f"{flag} must be a whole number, 1 or more, got {v!r}")
     return v
-
-
-def _process_state(pid: int | None) -> str | None:
-    """A process's state as Linux gives it (/proc/PID/stat): "stopped" for kill -STOP's, else
-    its word ("running", "sleeping", "disk sleep", ...); None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            code = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError, TypeError):
-        return None
-    return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
-            "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
-
-
-def _process_cpu(pid: int | None) -> float | None:
-    """A process's CPU time so far (user + system, seconds: /proc/PID/stat); None where it
-    cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, TypeError, ValueError):
-        return None
 
 
 def raise_fd_limit(wanted: int = FD_WANTED) -> None:

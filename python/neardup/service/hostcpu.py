@@ -1,4 +1,5 @@
-"""The machine's CPU time by kind, for ``GET /v1/stats`` (``service.host_cpu``).
+"""The machine's CPU time by kind, for ``GET /v1/stats`` (``service.host_cpu``); and a
+process's state and CPU time, for ``GET /v1/health`` and the writer process's shutdown.
 
 Why: on a virtual machine the service's tail latency follows the host's other tenants. When
 the host runs another VM on a core this one had work for, the guest counts that time as
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["KINDS", "host_cpu"]
+__all__ = ["KINDS", "host_cpu", "process_cpu", "process_state"]
 
 #: the first eight columns of /proc/stat's "cpu" line, in order
 KINDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -33,3 +34,26 @@ def host_cpu(path: str = "/proc/stat") -> dict | None:
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         return None
     return {"cores": os.cpu_count(), "seconds": {k: round(v / ticks, 2) for k, v in zip(KINDS, vals)}}
+
+
+def process_state(pid: int | None) -> str | None:
+    """A process's state as Linux gives it (/proc/PID/stat): "stopped" for kill -STOP's, else
+    its word ("running", "sleeping", "disk sleep", ...); None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            code = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError, TypeError):
+        return None
+    return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
+            "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
+
+
+def process_cpu(pid: int | None) -> float | None:
+    """A process's CPU time so far (user + system, seconds: /proc/PID/stat); None where it
+    cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, TypeError, ValueError):
+        return None

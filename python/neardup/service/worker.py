@@ -42,11 +42,18 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 from neardup.errors import InternalError, NeardupError
+from neardup.service.hostcpu import process_state
 
 __all__ = ["WriterProcess", "WriterGoneError", "WriterTimeoutError"]
 
 #: how long the front waits for a new writer process to open the index and load its segments
 START_TIMEOUT = 600.0
+
+#: seconds a stopping writer process is given to finish what it has and close the index
+STOP_WAIT = 60.0
+#: a writer process stopped (SIGSTOP) this long while the server shuts down is killed then, not
+#: after STOP_WAIT (the index stays consistent: what it had not committed is not in it)
+STOPPED_GRACE = 2.0
 
 #: what a request made while close() stops the writer process is told
 STOPPING = "the writer process is being stopped (the server is shutting down)"
@@ -313,14 +320,35 @@ class WriterProcess:
                 conn.send(("stop", -1, None))
         except (OSError, ValueError):  # pragma: no cover - already gone
             pass
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:  # a stuck (or stopped) writer: the index stays consistent
+        if not _exits(proc):  # a stuck or stopped writer: the index stays consistent
             proc.kill()
             proc.wait(10)
         if out is not None:
             out.close()
         conn.close()
+
+
+def _exits(proc: subprocess.Popen, wait: float = STOP_WAIT, stopped_for: float = STOPPED_GRACE) -> bool:
+    """Whether the writer process exits within `wait` s of being told to stop; False at once
+    once it has been stopped (SIGSTOP) for `stopped_for` s: a stopped writer held a server's
+    shutdown for the whole minute, with nothing to come of it."""
+    deadline = time.monotonic() + wait
+    since = None
+    while True:
+        try:
+            proc.wait(0.25)
+            return True
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if process_state(proc.pid) == "stopped":
+            since = since if since is not None else now
+            if now - since >= stopped_for:
+                return False
+        else:
+            since = None
+        if now >= deadline:
+            return False
 
 
 class _Full(Exception):
