@@ -1,8 +1,10 @@
 """The web page at ``/``: recent stories as cards; a card opens to its members side by side,
 the keeper marked and the passages each member shares with the keeper highlighted: runs of k
 tokens in common, with the index's own k and unit (``/v1/stats``) and its normalisation (NFKC
-and lower-case for words and characters, lower-case for whitespace tokens), so that the
-passages are the shingles the index compared. Integer ids past 2^53 are read as their digits
+and lower-case for words and characters, lower-case for whitespace tokens, of the whole text
+before it is split, and the core's word characters and Python's white space), so that the
+passages are the shingles the index compared. Every string of an article is shown as text, and
+those inline among the page's own words are isolated (``<bdi>``) from its direction. Integer ids past 2^53 are read as their digits
 (JSON.parse's source text), not rounded as JavaScript numbers would be."""
 
 PAGE = r"""<!doctype html>
@@ -25,7 +27,7 @@ PAGE = r"""<!doctype html>
   .card .meta { font-size: 12px; color: #666; margin-bottom: 6px; }
   .card .size { float: right; background: #1f3a5f; color: #fff; border-radius: 10px; padding: 0 8px; font-size: 12px; }
   #detail { margin-top: 22px; }
-  #detail h2 { font-size: 17px; }
+  #detail h2 { font-size: 17px; overflow-wrap: anywhere; }
   .members { display: flex; gap: 12px; overflow-x: auto; align-items: flex-start; }
   .member { flex: 0 0 360px; background: #fff; border: 1px solid #ddd; border-radius: 8px; padding: 10px 12px; }
   .member.keeper { border: 2px solid #2e7d32; }
@@ -34,7 +36,7 @@ PAGE = r"""<!doctype html>
   .badge.alt { background: #777; }
   .member .meta { font-size: 12px; color: #666; margin-bottom: 6px; overflow-wrap: anywhere; }
   .member .title { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; }
-  .member .text { white-space: pre-wrap; font-size: 13.5px; }
+  .member .text { white-space: pre-wrap; font-size: 13.5px; overflow-wrap: anywhere; }
   mark { background: #ffe58a; padding: 0; }
   .empty { color: #666; }
   button#back { margin-bottom: 10px; }
@@ -53,30 +55,68 @@ PAGE = r"""<!doctype html>
 "use strict";
 // the index's shingles: k tokens of its unit (read from /v1/stats before a story is opened)
 const SHINGLE = {k: 5, unit: "word"};
-const WORD = /[\p{L}\p{M}\p{N}\p{Pc}]+/gu;
+// Rust's regex `\w` (UTS #18: the index's word characters) and Python's white space (str.isspace:
+// Unicode White_Space and U+001C..U+001F; not U+FEFF, which JavaScript's \s holds)
+const WORD = /[\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}]+/gu;
+const SPACE = /^[\p{White_Space}\x1c-\x1f]$/u;
+const NOT_SPACE = /[^\p{White_Space}\x1c-\x1f]+/gu;
+// Pieces of text that NFKC never joins to their neighbours: a run of ASCII, or one character with
+// the combining marks, Hangul jamo and half-width sound marks it may compose with after it; and
+// chunks (for speed) that end where a piece does: at ASCII white space or at the end of a run of ASCII
+const JOINS = "\\p{M}\\u1160-\\u11ff\\u3131-\\u318e\\uff9e\\uff9f\\uffa0-\\uffdc";
+const PIECE = new RegExp(`[\\x00-\\x7f]+(?![${JOINS}])|[\\s\\S][${JOINS}]*`, "gu");
+const CHUNK = new RegExp(`[\\x00-\\x7f]+(?![${JOINS}])|[\\s\\S][^\\t\\n\\r ]*`, "gu");
 function esc(s) {
   return String(s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
+// A user's string inline among the page's own words: escaped, and isolated so that its
+// direction (an Arabic or Hebrew name, a stray U+202E RIGHT-TO-LEFT OVERRIDE) stays inside it
+function bdi(s) { return "<bdi>" + esc(s) + "</bdi>"; }
+// The text as the index reads it before splitting it: NFKC (not for whitespace tokens), then
+// lower-case, both of the whole text (final sigma; an accent after its letter, "e\u0301", is one
+// character "é"; "´" is a space and a combining accent, which joins the next word), with, for each
+// UTF-16 unit of the result, the span of the original text it came from (s[i], e[i]).
+function normalized(text, nfkc) {
+  const parts = [], s = [], e = [];
+  const norm = p => nfkc ? p.normalize("NFKC") : p;
+  const same = (p, a) => {  // what normalisation leaves as it is (lower-casing aside): one unit each
+    parts.push(p);
+    for (let i = 0; i < p.length; i++) { s.push(a + i); e.push(a + i + 1); }
+  };
+  for (const c of text.matchAll(CHUNK)) {
+    if (norm(c[0]) === c[0] && c[0].toLowerCase().length === c[0].length) { same(c[0], c.index); continue; }
+    for (const m of c[0].matchAll(PIECE)) {
+      const p = m[0], a = c.index + m.index, n = norm(p);
+      if (n === p && p.toLowerCase().length === p.length) { same(p, a); continue; }
+      parts.push(n);  // all of it from all of the piece
+      for (let i = n.toLowerCase().length; i > 0; i--) { s.push(a); e.push(a + p.length); }
+    }
+  }
+  const whole = parts.join("").toLowerCase();  // (lower-casing changes no length by context)
+  return {t: whole.length === s.length ? whole : parts.map(p => p.toLowerCase()).join(""), s, e};
+}
 // Tokens as the index makes them, each with the span of the original text it came from: words
-// (NFKC, lower-case, runs of word characters; a word NFKC splits in two is two tokens of one
-// span), whitespace-separated tokens (lower-case) or characters (NFKC, lower-case, each run of
-// white space one space, none at the ends).
+// (runs of `\w` in the normalised text; a word NFKC splits in two is two tokens of one span),
+// whitespace-separated tokens (lower-case) or characters (each run of white space one space,
+// none at the ends).
 function tokens(text) {
   const out = [];
-  if (SHINGLE.unit === "whitespace") {
-    for (const m of text.matchAll(/\S+/gu)) out.push({w: m[0].toLowerCase(), s: m.index, e: m.index + m[0].length});
-  } else if (SHINGLE.unit === "char") {
-    let pos = 0;
-    for (const m of text.matchAll(/\s+|\S/gu)) {
-      const s = m.index, e = s + m[0].length;
-      if (/^\s/u.test(m[0])) { if (out.length) out.push({w: " ", s, e, space: true}); continue; }
-      for (const c of m[0].normalize("NFKC").toLowerCase()) out.push({w: c, s, e});
+  const {t, s, e} = normalized(text, SHINGLE.unit !== "whitespace");
+  if (SHINGLE.unit === "char") {
+    let gap = null;  // the run of white space before the next character, once one was seen
+    for (let i = 0; i < t.length;) {
+      const n = t.codePointAt(i) > 0xffff ? 2 : 1, c = t.slice(i, i + n);
+      if (SPACE.test(c)) {
+        if (out.length) gap = gap ? {s: gap.s, e: e[i + n - 1]} : {s: s[i], e: e[i + n - 1]};
+      } else {
+        if (gap) { out.push({w: " ", s: gap.s, e: gap.e}); gap = null; }
+        out.push({w: c, s: s[i], e: e[i + n - 1]});
+      }
+      i += n;
     }
-    while (out.length && out[out.length - 1].space) out.pop();
   } else {
-    for (const m of text.matchAll(WORD)) {
-      const s = m.index, e = s + m[0].length;
-      for (const w of m[0].normalize("NFKC").toLowerCase().match(WORD) || []) out.push({w, s, e});
+    for (const m of t.matchAll(SHINGLE.unit === "whitespace" ? NOT_SPACE : WORD)) {
+      out.push({w: m[0], s: s[m.index], e: e[m.index + m[0].length - 1]});
     }
   }
   return out;
@@ -138,8 +178,8 @@ async function loadCards() {
     el.className = "card"; el.tabIndex = 0; el.dataset.cluster = c.cluster;
     el.setAttribute("role", "button");
     el.innerHTML = `<span class="size" title="articles">${c.size}</span>
-      <div class="meta">story ${c.cluster} · keeper <b>${esc(c.keeper)}</b>${c.keeper_source ? " (" + esc(c.keeper_source) + ")" : ""}</div>
-      <div class="snippet">${esc(c.snippet || "")}…</div>`;
+      <div class="meta">story ${c.cluster} · keeper <b>${bdi(c.keeper)}</b>${c.keeper_source ? " (" + bdi(c.keeper_source) + ")" : ""}</div>
+      <div class="snippet" dir="auto">${esc(c.snippet || "")}…</div>`;
     el.addEventListener("click", () => openCluster(c.cluster, true));
     el.addEventListener("keydown", ev => {
       if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openCluster(c.cluster, true); }
@@ -190,14 +230,15 @@ async function openCluster(id, push) {
   const kg = grams(tokens(keeper.text || ""));
   const all = new Set();
   for (const m of d.members) if (!m.is_keeper) for (const g of grams(tokens(m.text || ""))) all.add(g);
-  let html = `<h2>Story ${d.cluster}: ${d.size} articles, keeper ${esc(d.keeper)}</h2><div class="members">`;
+  let html = `<h2>Story ${d.cluster}: ${d.size} articles, keeper ${bdi(d.keeper)}</h2><div class="members">`;
   for (const m of d.members) {
     const body = m.text == null ? '<span class="empty">(text not stored)</span>' : highlight(m.text, m.is_keeper ? all : kg);
     html += `<article class="member${m.is_keeper ? " keeper" : ""}" data-id="${esc(m.id)}">
-      <h3>${esc(m.id)} ${m.is_keeper ? '<span class="badge">keeper</span>' : '<span class="badge alt">alternate</span>'}</h3>
-      <div class="meta">${esc(m.source || "unknown source")} · ${when(m.published_at)}${m.is_keeper ? "" : ` · ${m.match} J=${m.similarity.toFixed(3)}`}</div>
-      ${m.fields && typeof m.fields.title === "string" ? `<div class="title">${esc(m.fields.title)}</div>` : ""}
-      <div class="text">${body}</div></article>`;
+      <h3>${bdi(m.id)} ${m.is_keeper ? '<span class="badge">keeper</span>' : '<span class="badge alt">alternate</span>'}</h3>
+      <div class="meta">${m.source ? bdi(m.source) : "unknown source"} · ${when(m.published_at)}${m.is_keeper ? "" :
+        ` · ${esc(m.match ?? "")}${m.similarity == null ? "" : ` J=${m.similarity.toFixed(3)}`}`}</div>
+      ${m.fields && typeof m.fields.title === "string" ? `<div class="title" dir="auto">${esc(m.fields.title)}</div>` : ""}
+      <div class="text" dir="auto">${body}</div></article>`;
   }
   showDetail(html + "</div>");
 }

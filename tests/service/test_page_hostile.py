@@ -1,0 +1,298 @@
+"""The web page at `/` with hostile and awkward articles, as a news feed could carry them: HTML
+and script in ids, sources, titles, texts and fields, right-to-left overrides, very long words,
+astral characters, CRLF and tabs, awkward ids, a story of 55 articles, texts of 1 MB, a story
+whose keeper was removed and one merged into another. One real `neardup serve`, one headless
+Chromium (Debian's `chromium`, driven by Playwright with `executable_path`)."""
+import os
+import shutil
+import unicodedata
+
+import httpx
+import pytest
+
+CHROMIUM = os.environ.get("NEARDUP_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                                reason="Debian's chromium is not installed")
+
+A = ("officials said heavy rain is likely across the northern districts tonight with flooding "
+     "expected near the river and schools closed on monday as crews clear the roads")
+B = ("the council voted on tuesday to reopen the old market hall after three years of repairs "
+     "and a long dispute over the cost of the new roof")
+C = ("traders who left the hall during the works may return from june the mayor said adding that "
+     "rents would stay at the level agreed before the closure")
+D = ("the striking port workers and their employers will meet again on friday after talks broke down "
+     "late on wednesday over pay and the length of shifts at the container terminal")
+E = ("ships have been waiting outside the harbour for four days and exporters say the delays are already "
+     "costing them orders from buyers abroad who cannot wait much longer")
+F = ("the union said its members would return to work only if the company agreed to hire more staff "
+     "before the busy season starts in the autumn")
+# the shared body: astral characters (two UTF-16 units each), CRLF and a tab inside it
+BODY = A.replace("rain", "rain 😀", 1).replace("the northern", "the\r\n\tnorthern", 1) + " 𝄞 " + B + " " + C
+
+PWN = "window.__pwned"
+HOSTILE_ID = f'<img src=x onerror="{PWN}=1">"\' onmouseover="{PWN}=2" x=\''
+HOSTILE_TITLE = f"</textarea><script>{PWN}=3</script>&amp;lt;<b>bold</b>"
+HOSTILE_SOURCE = f"javascript:{PWN}=4 <img src=x onerror={PWN}=5>"
+KEEPER_TEXT = f"<script>{PWN}=6</script> " + BODY + f" </textarea><img src=x onerror={PWN}=7>"
+COPY_ID = "a/b%2Fc#d?e=f&g "
+COPY_TEXT = "🎉😀 𝒜𝒷\r\n" + BODY + "\ttoday"
+RLO_ID = "\u202eexe.txt"
+RLO_SOURCE = "\u202eevil"
+LONG = "x" * 3000
+
+FIND = """([ident, sel]) => {  // the member whose data-id is `ident` (no CSS escaping of it needed)
+  const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
+  return m ? [...m.querySelectorAll(sel)].map(e => e.textContent) : null;
+}"""
+
+
+def _post(c, docs):
+    r = c.post("/v1/documents", json={"documents": docs})
+    assert r.status_code == 200, r.text
+    return r.json()["results"]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """(server, browser, stories): the articles posted, one browser for the module."""
+    from playwright.sync_api import sync_playwright
+
+    from neardup.index import Index
+    from srv_helpers import Server
+
+    assert CHROMIUM, "CI must install Debian's chromium (apt-get install chromium)"
+    ix = tmp_path_factory.mktemp("hostile") / "ix"
+    Index.create(ix).close()
+    s = Server(ix)
+    stories = {}
+    try:
+        with httpx.Client(base_url=s.url, timeout=120) as c:
+            r = _post(c, [
+                {"id": HOSTILE_ID, "text": KEEPER_TEXT, "title": HOSTILE_TITLE, "source": HOSTILE_SOURCE, "published_at": 1,
+                 "fields": {"url": f"javascript:{PWN}=8", "html": f"<img src=x onerror={PWN}=9>"}},
+                {"id": COPY_ID, "text": COPY_TEXT, "title": "", "source": RLO_SOURCE, "published_at": 2},
+                {"id": RLO_ID, "text": BODY + " " + LONG, "source": "שָׁלוֹם", "title": "כותרת", "published_at": 3},
+                {"id": 42, "text": BODY + " again", "title": "&amp;lt; \u05d0", "published_at": 4}])
+            assert {x["cluster"] for x in r} == {r[0]["cluster"]} and r[0]["status"] == "new"
+            stories["hostile"] = r[0]["cluster"]
+            # words the index tells apart and the page did not: an acute accent used as an
+            # apostrophe (NFKC: a space and a combining mark, which joins the next word)
+            k, t = D + " they don´t think the river " + E + " " + F, D + " they don't think the river " + E + " " + F
+            r = _post(c, [{"id": "acute-k", "text": k, "published_at": 1}, {"id": "acute-c", "text": t, "published_at": 2}])
+            assert r[1]["status"] == "duplicate", r
+            stories["acute"] = r[0]["cluster"]
+            r = _post(c, [{"id": f"many/{i}", "text": B + f" n{i}"} for i in range(55)])
+            assert len({x["cluster"] for x in r}) == 1
+            stories["many"] = r[0]["cluster"]
+            big = "🎉 " + "word " * 200_000 + A  # 1 MB
+            r = _post(c, [{"id": "big-k", "text": big, "published_at": 1},
+                          {"id": "big-c", "text": big + " x", "published_at": 2}])
+            assert r[1]["status"] == "duplicate"
+            stories["big"] = r[0]["cluster"]
+            r = _post(c, [{"id": "gone-k", "text": C + " one", "source": "s1", "published_at": 1},
+                          {"id": "gone-c1", "text": C + " two", "published_at": 2},
+                          {"id": "gone-c2", "text": C + " three", "published_at": 3}])
+            stories["gone"], stories["gone-keeper"] = r[0]["cluster"], r[0]["keeper"]
+            left, right = A + " w1 w2 w3 w4 w5", "v1 v2 v3 v4 v5 " + A
+            r = _post(c, [{"id": "L", "text": left}, {"id": "L2", "text": left + " w6"}])
+            stories["left"] = r[0]["cluster"]
+            r = _post(c, [{"id": "R", "text": right}, {"id": "R2", "text": "v0 " + right}])
+            stories["right"] = r[0]["cluster"]
+        p = sync_playwright().start()
+        try:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            try:
+                yield s, browser, stories
+            finally:
+                browser.close()
+        finally:
+            p.stop()
+    finally:
+        s.stop()
+
+
+def _page(browser, url, **kw):
+    page = browser.new_page(**kw)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("dialog", lambda d: (errors.append("dialog " + d.message), d.dismiss()))
+    page.goto(url + "/")
+    page.wait_for_selector(".card")
+    return page, errors
+
+
+def _open(page, cluster):
+    page.locator(f'.card[data-cluster="{cluster}"]').click()
+    page.wait_for_selector(".member.keeper")
+
+
+def test_hostile_strings_show_as_text_and_run_nothing(site):
+    s, browser, st = site
+    page, errors = _page(browser, s.url)
+    card = page.locator(f'.card[data-cluster="{st["hostile"]}"]')
+    assert HOSTILE_ID in card.inner_text()
+    _open(page, st["hostile"])
+    for i in range(page.locator(".member").count()):  # an injected onmouseover would run now
+        page.locator(".member").nth(i).hover()
+    assert page.evaluate(f"typeof {PWN}") == "undefined"
+    assert page.evaluate("document.querySelectorAll('#detail img, #detail script, #cards img, #cards script').length") == 0
+    ids = page.locator(".member").evaluate_all("els => els.map(e => e.dataset.id)")
+    assert sorted(ids) == sorted([HOSTILE_ID, COPY_ID, RLO_ID, "42"])
+    assert page.evaluate(FIND, [HOSTILE_ID, ".title"]) == [HOSTILE_TITLE]
+    assert page.evaluate(FIND, [HOSTILE_ID, "h3"])[0].startswith(HOSTILE_ID)
+    assert page.evaluate(FIND, [HOSTILE_ID, ".meta"])[0].startswith(HOSTILE_SOURCE + " · ")
+    assert page.evaluate(FIND, [HOSTILE_ID, ".text"]) == [KEEPER_TEXT.replace("\r\n", "\n")]
+    assert page.evaluate(FIND, ["42", ".title"]) == ["&amp;lt; \u05d0"]
+    assert page.evaluate(FIND, [COPY_ID, ".text"]) == [COPY_TEXT.replace("\r\n", "\n")]  # (HTML reads CRLF as LF)
+    assert errors == []
+
+
+def test_shared_passages_after_astral_characters_crlf_and_tabs(site):
+    """The highlighted passages are the shared body exactly: not shifted by the astral
+    characters before and inside it (two UTF-16 units each), CRLF and tabs kept."""
+    s, browser, st = site
+    page, errors = _page(browser, s.url)
+    _open(page, st["hostile"])
+    shown = BODY.replace("\r\n", "\n")  # (HTML reads CRLF as LF)
+    for ident in (HOSTILE_ID, COPY_ID, RLO_ID, "42"):
+        assert page.evaluate(FIND, [ident, "mark.shared"]) == [shown], ident
+    assert errors == []
+
+
+def test_shared_passages_are_the_words_the_index_compared(site):
+    """`don´t` is "don" and "\u0301t" to the index (NFKC turns ´ into a space and a combining
+    mark) and `don't` is "don" and "t": the runs through that word are not shared. The
+    page highlighted the whole text, as if the index had seen the same words."""
+    s, browser, st = site
+    page, errors = _page(browser, s.url)
+    _open(page, st["acute"])
+    assert page.evaluate(FIND, ["acute-c", "mark.shared"]) == [D + " they don", "think the river " + E + " " + F]
+    assert page.evaluate(FIND, ["acute-k", "mark.shared"]) == [D + " they don", "think the river " + E + " " + F]
+    assert errors == []
+
+
+# strings whose tokens the page made differently from the index: (unit, text)
+AWKWARD = [
+    ("word", "they don´t care"), ("word", "می\u200cخواهم"), ("word", "🅰️ blood type"), ("word", "Ⓐnd ⓑ"),
+    ("word", "ΟΔΟΣ'Α ΟΔΟΣ"), ("word", "፩፪ num"), ("word", "¨umlaut"), ("word", "café cafe\u0301 ½ x² ﬁne"),
+    ("word", "𝐇𝐞𝐥𝐥𝐨 😀 wörld İstanbul"), ("word", "a\ufeffb\r\n\tc"),
+    ("whitespace", "x\x85y z\x1cw"), ("whitespace", "a\ufeffb İ"), ("whitespace", "tab\there\r\ncrlf 😀x"),
+    ("char", "é cafe\u0301"), ("char", "ΟΔΟΣ end"), ("char", "x\x85y\x1cz"), ("char", "a\ufeffb"),
+    ("char", "\u1100\u1161 jamo"), ("char", "´acute ﬁ 😀 𝐇\r\n\t i"), ("char", "  lead and trail  "),
+]
+
+
+def test_tokens_are_the_index_tokens(site):
+    """The page's tokens (and so its shingles) are the index's, for each unit: the index
+    normalises the whole text (NFKC, then lower-case) before it splits it into Rust's `\\w`
+    runs, Python's white space or characters; the page split first, then normalised each
+    piece. And each token's span is the piece of the original text it came from."""
+    from neardup.shingle import Shingler
+
+    s, browser, _ = site
+    page, errors = _page(browser, s.url)
+    page.wait_for_function("typeof tokens === 'function'")
+    for unit, text in AWKWARD:
+        got = page.evaluate("""([unit, text]) => {
+            const was = SHINGLE.unit; SHINGLE.unit = unit;
+            try { return tokens(text).map(t => [t.w, text.slice(t.s, t.e)]); } finally { SHINGLE.unit = was; }
+        }""", [unit, text])
+        words = [w for w, _ in got]
+        assert list(dict.fromkeys(words)) == Shingler(k=1, unit=unit).shingles(text), (unit, text)
+        for w, piece in got:  # the span holds what the token came from (final sigma aside)
+            norm = (piece if unit == "whitespace" else unicodedata.normalize("NFKC", piece)).lower()
+            if w == " ":  # (a char token for a run of white space)
+                assert any(c.isspace() for c in norm), (unit, text, piece)
+            else:
+                assert w.replace("ς", "σ") in norm.replace("ς", "σ"), (unit, text, w, piece)
+    assert errors == []
+
+
+def test_long_words_and_right_to_left_overrides_keep_the_layout(site):
+    """A 3000-letter word wrapped inside its card (it made its card 24000 px wide); a story
+    title naming a 400-letter id wraps; an id or source holding U+202E (RIGHT-TO-LEFT
+    OVERRIDE) does not turn the page's own text around it ("J=0.9" read "9.0=J", the keeper
+    badge moved before the id), nor does a Hebrew source ("1970-01-01 00:00" read "00:00
+    1970-01-01"); a Hebrew title reads right to left."""
+    s, browser, st = site
+    page, errors = _page(browser, s.url, viewport={"width": 800, "height": 700})
+    _open(page, st["hostile"])
+    widths = page.locator(".member").evaluate_all("els => els.map(e => e.getBoundingClientRect().width)")
+    assert max(widths) < 400, widths
+    assert page.evaluate("document.documentElement.scrollWidth") <= 800
+    order = """([ident, needle]) => {  // is the first character of `needle` left of its last?
+      const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
+      const w = document.createTreeWalker(m, NodeFilter.SHOW_TEXT);
+      for (let n; (n = w.nextNode());) {
+        const i = n.data.indexOf(needle);
+        if (i < 0) continue;
+        const r = document.createRange(), x = [];
+        for (const k of [i, i + needle.length - 1]) { r.setStart(n, k); r.setEnd(n, k + 1); x.push(r.getBoundingClientRect().left); }
+        return x[0] < x[1];
+      }
+      return null;
+    }"""
+    assert page.evaluate(order, [COPY_ID, "J="]) is True  # after the source with U+202E
+    assert page.evaluate(order, [COPY_ID, "UTC"]) is True
+    assert page.evaluate(order, [RLO_ID, "1970-01-01 00:00"]) is True  # after a Hebrew source (no override)
+    badge_after_id = """(ident) => {
+      const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
+      const h = m.querySelector('h3'), r = document.createRange();
+      r.setStart(h, 0); r.setEnd(h, 1);  // the id (its text, or the element holding it)
+      return h.querySelector('.badge').getBoundingClientRect().left > r.getBoundingClientRect().left;
+    }"""
+    assert page.evaluate(badge_after_id, RLO_ID) is True
+    # right-to-left titles and texts read right to left
+    assert page.evaluate("""(ident) => {
+      const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
+      return getComputedStyle(m.querySelector('.title')).direction;
+    }""", RLO_ID) == "rtl"
+    page.click("#back")
+    page.wait_for_selector(".card")
+    with httpx.Client(base_url=s.url, timeout=30) as c:
+        r = _post(c, [{"id": "L" * 400, "text": B + " " + C}, {"id": "M" * 400, "text": B + " " + C + " today"}])
+    page.reload()
+    page.wait_for_selector(f'.card[data-cluster="{r[0]["cluster"]}"]')
+    _open(page, r[0]["cluster"])
+    assert page.evaluate("document.documentElement.scrollWidth") <= 800
+    assert errors == []
+
+
+def test_big_stories_removed_keepers_and_merged_stories(site):
+    s, browser, st = site
+    page, errors = _page(browser, s.url)
+    _open(page, st["many"])
+    assert page.locator(".member").count() == 55
+    assert page.locator(".member.keeper").count() == 1
+    assert page.locator("mark.shared").count() == 55
+    page.click("#back")
+    page.wait_for_selector(".card")
+    _open(page, st["big"])  # two texts of 1 MB
+    marks = page.evaluate("""() => [...document.querySelectorAll('.member')].map(m =>
+        [m.dataset.id, [...m.querySelectorAll('mark.shared')].map(k => [k.textContent.length,
+         k.textContent.slice(0, 9), k.textContent.slice(-9)]), m.querySelector('.text').textContent.length])""")
+    n = len("word " * 200_000 + A)
+    assert sorted(marks) == [["big-c", [[n, "word word", "the roads"]], n + 5],
+                             ["big-k", [[n, "word word", "the roads"]], n + 3]]
+    page.click("#back")
+    page.wait_for_selector(".card")
+    # the list is shown; then a story's keeper is removed and two stories merge
+    with httpx.Client(base_url=s.url, timeout=30) as c:
+        assert c.delete(f"/v1/documents/{st['gone-keeper']}").status_code == 200
+        r = _post(c, [{"id": "bridge", "text": "v4 v5 " + A + " w1 w2"}])
+        assert r[0]["cluster"] in (st["left"], st["right"])
+        merged, into = {st["left"], st["right"]} - {r[0]["cluster"]}, r[0]["cluster"]
+        assert c.get(f"/v1/clusters/{merged.pop() if len(merged) == 1 else st['right']}").json()["merged_into"] == into
+    other = st["right"] if into == st["left"] else st["left"]
+    _open(page, other)  # the card (still listed) of the story merged into the other one since
+    assert page.locator("#detail h2").inner_text().startswith(f"Story {into}: 5 articles")
+    assert page.locator(".member").count() == 5
+    page.click("#back")
+    page.wait_for_selector(".card")
+    _open(page, st["gone"])
+    keeper = page.locator(".member.keeper").get_attribute("data-id")
+    assert keeper in ("gone-c1", "gone-c2") and page.locator(".member").count() == 2
+    assert page.locator("#detail h2").inner_text().endswith(f"keeper {keeper}")
+    assert errors == []
