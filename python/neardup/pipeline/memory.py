@@ -160,11 +160,78 @@ class MemoryBudget:
 #: a few batches say little about the rest).
 PROJECT_AFTER = 0.05
 
+#: The first pass refuses a limit only once it has read this many of the reader's blocks (or
+#: the whole input), besides :data:`PROJECT_AFTER`: the reader's position is known to a block,
+#: so the share of the input read is known to within 1/64 by then.
+SURE_AFTER_BLOCKS = 32
+
+#: Batches of text that exist at once in the first pass: one being parsed, two queued, one
+#: being signed.
+BATCHES_IN_FLIGHT = 4
+
+#: What the allocator keeps of the per-document tables' growth, as a share of their bytes: the
+#: tables grow by doubling (the id bytes, the offsets, the hash indexes), and each outgrown
+#: buffer is freed into the heap, where the batches' short-lived objects pin it (glibc hands
+#: back only whole free pages at the top of the heap, or all of them on ``malloc_trim``).
+#: Measured on 200k synthetic articles: the resident set less the baseline, the counted tables
+#: and rows and the text in flight was 0.6-0.7x the tables through the first pass. Outgrown
+#: buffers past glibc's largest mmap threshold (32 MiB) are unmapped when freed, so what stays
+#: is bounded: :data:`TABLE_SLACK_MAX`.
+TABLE_SLACK = 1.0
+TABLE_SLACK_MAX = 64 << 20
+
+
+def map_capacity(items: float) -> int:
+    """The capacity (entries) of a Rust hash map (hashbrown) that has grown to `items` entries:
+    its buckets double, each power of two holding 7/8 of its size (3 and 7 for the first two)."""
+    if items <= 0:
+        return 0
+    if items <= 3:
+        return 3
+    if items <= 7:
+        return 7
+    buckets = 16
+    while buckets // 8 * 7 < items:
+        buckets *= 2
+    return buckets // 8 * 7
+
+
+def doubled(capacity: int, length: float, least: int = 1) -> int:
+    """The capacity of a buffer that doubles when full (a Rust `Vec`), `capacity` now, once it
+    holds `length`."""
+    capacity = max(capacity, least)
+    while capacity < length:
+        capacity *= 2
+    return capacity
+
+
+def id_table_bytes(heap_bytes: int, ids: int, ids_at_end: float, id_bytes: float | None = None) -> int:
+    """`IdTable.heap_bytes()` once the table holds `ids_at_end` ids, from its bytes and count now:
+    the id bytes (a doubling buffer holding `id_bytes` now; taken as full when not given), the
+    offsets (one per id and one more, doubling from 4) and the hash index (16 bytes an entry)."""
+    offsets, index = doubled(4, ids + 1), map_capacity(ids)
+    capacity = max(0, heap_bytes - 8 * offsets - 16 * index)
+    used = capacity if id_bytes is None else min(capacity, id_bytes)
+    end = used * ids_at_end / max(ids, 1)
+    return doubled(capacity, end) + 8 * doubled(4, ids_at_end + 1) + 16 * map_capacity(ids_at_end)
+
 
 class FirstPassGuard:
     """The first pass under a limit: projects the tables to the end of the input (from the
     share of its bytes read so far) to decide whether the rows may stay in memory, and stops
     the run as soon as the projection shows the limit cannot be met even with the rows spilled.
+
+    What the run needs (the figure of :class:`MemoryLimitError` and ``minimum_bytes``) is
+    computed from the input and the settings only, never from the resident set at the check:
+    the resident set grows with the limit given (rows kept in memory while they fit, freed
+    memory the allocator keeps while it is allowed to), so a figure taken from it chased the
+    limit (200k articles: "needs at least" 109 MiB at a limit of 80M, 122 at 119M, 133 at 130M).
+    It is the baseline measured when the run started (interpreter, imports), the text in
+    flight (:data:`BATCHES_IN_FLIGHT` batches, at most the whole input's text) and `work` (a
+    batch's kernel outputs and the reader's buffer), the tables projected to the end of the
+    input with the allocator's share of their growth (:data:`TABLE_SLACK`), and what the later
+    stages cannot do without. The resident set still decides, besides that, whether the rows
+    may stay in memory, and stops the run if it passes the limit all the same.
 
     `tables()`: bytes of everything the first pass keeps per document (the exact pass's map
     included); `exact_map()`: that map's bytes alone (freed when the pass ends); `later(scale)`:
@@ -173,69 +240,131 @@ class FirstPassGuard:
 
     def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
                  total_bytes: int | None, later: Callable[[float], int] = lambda s: 0,
-                 count: Callable[[], int] | None = None) -> None:
+                 count: Callable[[], int] | None = None, work: Callable[[int], int] = lambda n: 0,
+                 tables_at: Callable[[float], tuple[int, int]] | None = None, lead_bytes: int = 0) -> None:
         """`count()`: documents in the tables now (the reader adds them ahead of the batches
-        being processed, whose position in the input `update` is told)."""
+        being processed, whose position in the input `update` is told). `work(n)`: bytes the
+        batches in flight need besides their texts, for batches of `n` documents (their lists
+        of document numbers, the kernels' outputs, the reader's buffer). `tables_at(n)`: the
+        tables and the exact pass's map once they hold `n` documents (the buffers and hash
+        maps that double as they grow, at the capacity they will have then); without it, the
+        bytes now in proportion. `lead_bytes`: how far the reader's count of bytes may be ahead
+        of the last record handed out (it counts a block when the block is read)."""
         self.budget = budget
         self.count = count
         self.tables = tables
         self.exact_map = exact_map
         self.later = later
         self.total_bytes = total_bytes
+        self.work = work
+        self.tables_at = tables_at
+        self.lead_bytes = lead_bytes
         self.fraction: float | None = None
         self.docs = 0
         self.batch_bytes = 0
+        self.batch_docs = 0
+        self.text_bytes = 0  # texts of all the batches so far
+        self._trimmed = 0  # resident after the last hand-back of freed memory
+        self.bytes_done = 0
 
-    def update(self, docs: int, bytes_done: int | None, batch_bytes: int = 0) -> None:
+    def update(self, docs: int, bytes_done: int | None, batch_bytes: int = 0, batch_docs: int = 0) -> None:
         """`docs` read when the reader had read `bytes_done` bytes of the input; `batch_bytes`:
-        the memory of the batch of texts in hand."""
+        the memory of the batch of texts in hand, of `batch_docs` documents."""
         self.docs = docs
+        self.batch_docs = max(self.batch_docs, batch_docs)
         self.batch_bytes = max(self.batch_bytes, batch_bytes)
+        self.text_bytes += batch_bytes
         if self.total_bytes and bytes_done:
-            self.fraction = min(1.0, bytes_done / self.total_bytes)
+            # the batch's last record lies up to a block before `bytes_done`: half a block on
+            # average (on 200k articles in 62 MB, the first projection's documents were 162k
+            # with the whole block counted as read)
+            self.bytes_done = bytes_done
+            done = bytes_done if bytes_done >= self.total_bytes else max(bytes_done - self.lead_bytes / 2,
+                                                                         bytes_done / 2)
+            self.fraction = min(1.0, done / self.total_bytes)
 
     def _scale(self) -> float:
         f = self.fraction
         return 1.0 / f if f is not None and f >= PROJECT_AFTER else 1.0
 
+    def _tables_at_end(self, s: float) -> tuple[float, float]:
+        """(the tables, the exact pass's map) projected to the end of the input."""
+        final = self.docs * s  # documents at the end of the input
+        # the tables hold `count()` documents (the reader is ahead of the batch in hand)
+        if self.tables_at is not None:
+            return self.tables_at(final)
+        st = final / max(1, self.count() if self.count is not None else self.docs)
+        return self.tables() * st, self.exact_map() * st
+
+    def needs(self, rows: float = 0.0) -> tuple[int, int]:
+        """(peak of the first pass, peak of the later stages) at the end of the input, from the
+        structures' sizes alone (with `rows` bytes of rows at the end kept in memory)."""
+        s = self._scale()
+        t, f = self._tables_at_end(s)
+        text = min(BATCHES_IN_FLIGHT * self.batch_bytes, self.text_bytes * s)
+        # (only where the resident set is read: without it there is no allocator to model)
+        slack = min(TABLE_SLACK * t, TABLE_SLACK_MAX) if self.budget.base > 0 else 0
+        first = self.budget.base + text + self.work(self.batch_docs) + t + slack + rows
+        # after the first pass: the text and the exact pass's map are gone (freed pages handed
+        # back), the outgrown buffers of the tables that stay are not
+        later = self.budget.base + (t - f) + slack + rows + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
+        return int(first), int(later)
+
     def _projection(self, rows_ram: int, keep_rows: bool = True) -> tuple[int, int, int, float]:
         """(peak of the first pass, peak of the later stages, resident outside the tables, scale)
-        at the end of the input, with the rows in memory (`rows_ram` now) or spilled."""
+        at the end of the input, with the rows in memory (`rows_ram` now) or spilled, from what
+        is resident now."""
         resident = self.budget.resident()
-        tables, fs = self.tables(), self.exact_map()
+        tables = self.tables()
         # besides the tables and rows: the interpreter and the batches of text in flight. Up to
         # four batches exist at once (one being parsed, two queued, one being signed); when
         # this is measured the queue may hold fewer, so room for three more is kept.
         other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base + 3 * self.batch_bytes
         s = self._scale()
-        final = self.docs * s  # documents at the end of the input
-        # the tables hold `count()` documents (the reader is ahead of the batch in hand)
-        st = final / max(1, self.count() if self.count is not None else self.docs)
-        t, f, r = tables * st, fs * st, (rows_ram * s if keep_rows else 0)
+        t, f = self._tables_at_end(s)
+        r = rows_ram * s if keep_rows else 0
         first = other + t + r
         later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
         return int(first), int(later), other, s
 
     def rows_fit(self, rows_ram: int) -> bool:
+        """Whether the rows may stay in memory: both from what is resident now and from what the
+        run needs."""
         if not self.budget.limited:
             return True
-        first, later, _, _ = self._projection(rows_ram)
-        return max(first, later) <= self.budget.limit
+        first, later, _, s = self._projection(rows_ram)
+        if max(first, later) > self.budget.limit:
+            return False
+        return max(self.needs(rows_ram * s)) <= self.budget.limit
 
     def check(self, rows_ram: int) -> None:
         """Raise :class:`MemoryLimitError` when the limit cannot be met with the rows spilled."""
         if not self.budget.limited:
             return
-        first, later, other, s = self._projection(rows_ram, keep_rows=False)
-        minimum = max(first, later)
-        self.budget.minimum = max(self.budget.minimum, minimum)
-        now = self.budget.resident()
-        if minimum <= self.budget.limit and now <= self.budget.limit:
+        if self.fraction is not None and self.fraction < 1.0 and (
+                self.fraction < PROJECT_AFTER or self.bytes_done < SURE_AFTER_BLOCKS * self.lead_bytes):
+            # not yet: the figure is a projection to the end of the input, which the first
+            # batches do not give well (the reader's position is known to a block); a refusal
+            # now would say how much the part read needs, or a figure off by the block
             return
+        minimum = max(self.needs())
+        self.budget.minimum = max(self.budget.minimum, minimum)
+        limit = self.budget.limit
+        now = self.budget.resident()
+        if now + self.work(self.batch_docs) + BATCHES_IN_FLIGHT * self.batch_bytes > limit \
+                and now > self._trimmed + max(self.batch_bytes, 8 << 20):
+            release_freed()  # near the limit: freed memory the allocator keeps, handed back
+            now = self._trimmed = self.budget.resident()  # (not again until it has grown)
+        if minimum <= limit and now <= limit:
+            return
+        s = self._scale()
         n = int(self.docs * s)
         per_doc = (self.tables() - self.exact_map()) / max(self.docs, 1)
         where = (f"after {self.fraction:.0%} of the input, about {n:,} documents in all" if s > 1
                  else f"at {self.docs:,} documents")
-        self.budget.fail(max(minimum, now), f"{where}; the tables that cannot spill take about {per_doc:.0f} "
+        if minimum <= limit:  # what the run needs fits, but the process passed the limit anyway
+            self.budget.fail(max(minimum, now), f"{where}; the process holds {mib(now)}, more than the "
+                             f"{mib(minimum)} the run was estimated to need")
+        self.budget.fail(minimum, f"{where}; the tables that cannot spill take about {per_doc:.0f} "
                          f"bytes per document plus the exact pass's map while the input is read, and the "
                          f"clusters stage {CLUSTER_BYTES_PER_DOC} more per document")

@@ -36,7 +36,8 @@ from neardup.pipeline.buckets import LargeBuckets, spanning_pairs
 from neardup.pipeline.candidates import (choose_bands, curve_table, hamming_pairs, lsh_pairs, min_sort_bytes,
                                         pairs_from_keys)
 from neardup.pipeline.docs import DocTable
-from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, FirstPassGuard, MemoryBudget, deep_size, release_freed
+from neardup.pipeline.memory import (BATCHES_IN_FLIGHT, CLUSTER_BYTES_PER_DOC, FirstPassGuard, MemoryBudget, deep_size,
+                                     id_table_bytes, map_capacity, release_freed)
 from neardup.pipeline.keepers import pick_keepers
 from neardup.pipeline.kept import Alternates, write_outputs
 from neardup.pipeline.options import DedupOptions
@@ -129,10 +130,35 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         return docs.nbytes() + exact_map() + 20 * len(docs) + 8 * sum(len(p) for p in sig_doc_parts)
 
     def later(scale: float) -> int:
-        # the smallest band sort, twice (its pairs). The re-read's batch of records is not
-        # added: the batches of text in flight now are part of what is resident, and gone then.
+        # the larger of what the candidates stage needs (the smallest band sort, twice for its
+        # pairs, and with estimates the band keys it forms from the signatures) and what a
+        # re-read needs (a batch of records and their sets, the largest set); the Parquet
+        # block and the estimate work are kept from the first pass on
         signed = int(scale * sum(len(p) for p in sig_doc_parts))
-        return 2 * min_sort_bytes(signed, band_rows[0] if band_rows else 1) + parquet_block(scale) + estimate_work()
+        b = band_rows[0] if band_rows else 1
+        keys = 8 * b * signed if opts.method == "minhash" and opts.verify != "exact" else 0
+        # a re-read's batch is at most a batch of the largest documents so far; it is taken
+        # only from the candidates' documents, unknown yet, so it is bounded by what the
+        # first pass's own batches in flight take (texts, kernels' outputs, reader's buffer)
+        in_flight = min(BATCHES_IN_FLIGHT * guard.batch_bytes, guard.text_bytes * scale) + batch_work(guard.batch_docs)
+        return (max(keys + 2 * min_sort_bytes(signed, b), min(reread_work(), in_flight)) + parquet_block(scale)
+                + estimate_work())
+
+    top_ntok: list = [np.zeros(0, np.uint32), 0]  # the batch_size largest token counts so far, parts merged
+
+    def reread_work() -> int:
+        # verification and the keepers' similarities re-read documents a batch at a time
+        # (reread.working_bytes, from the largest documents: here the largest so far)
+        if opts.verify != "exact" or not ntok_parts:
+            return 0
+        new = ntok_parts[top_ntok[1]:]
+        if new:
+            both = np.concatenate([top_ntok[0], *new])
+            m = min(len(both), opts.batch_size)
+            top_ntok[0], top_ntok[1] = np.partition(both, len(both) - m)[-m:], len(ntok_parts)
+        big = top_ntok[0]
+        return working_bytes(big, 0, opts.batch_size, opts.k, read_buffer_bytes(sources)) + (
+            int(set_bytes_estimate(big, opts.k).max()) if len(big) else 0)
 
     def estimate_work() -> int:
         # --verify estimate: the clusters stage copies a chunk of pairs' signature rows out of
@@ -154,7 +180,34 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
 
         return block_bytes(mean_record_bytes(total_bytes, len(docs) * scale))
 
-    guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs))
+    def batch_work(batch_docs: int) -> int:
+        # the batches in flight besides their texts: their lists of document numbers (an int
+        # object and a pointer each), and for the one in hand the exact pass's keys, token
+        # counts and first copies (24 bytes a document), its signatures and band keys; and the
+        # reader's buffer
+        sig = 4 * opts.num_perm if opts.method == "minhash" else 8
+        keys = 8 * band_rows[0] if band_rows is not None and opts.verify == "exact" else 0
+        return (BATCHES_IN_FLIGHT * 40 * batch_docs + batch_docs * (24 + sig + keys)
+                + read_buffer_bytes(sources))
+
+    def tables_at(final: float) -> tuple[int, int]:
+        # tables() once the tables hold `final` documents: the arrays in proportion, the id
+        # table and the exact pass's map at the capacity they will have grown to (the
+        # reader adds documents ahead of the batch in hand: the tables hold len(docs))
+        # (the signed rows and the map's keys are of the batches processed: guard.docs)
+        n, done = max(1, len(docs)), max(1, guard.docs)
+        ids = docs.ids.heap_bytes()
+        linear = (docs.nbytes() - ids + 20 * n) * final / n + 8 * sum(len(p) for p in sig_doc_parts) * final / done
+        fs = map_capacity(len(first_seen[0]) * final / done) * 16 if first_seen else 0
+        # the id bytes now, from the mean length of 64 ids spread over the table
+        sample = docs.ids.take(np.linspace(0, len(docs) - 1, min(64, len(docs))).astype(np.int64))
+        id_bytes = sum(len(x.encode()) for x in sample) / max(1, len(sample)) * len(docs)
+        return int(linear) + id_table_bytes(ids, len(docs), final, id_bytes) + fs, fs
+
+    from neardup.io import readers  # (BLOCK_BYTES read when the run starts: tests make it small)
+
+    guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs), work=batch_work,
+                           tables_at=tables_at, lead_bytes=readers.BLOCK_BYTES)
     rows_fit = guard.rows_fit if mem.limited else None
     if opts.method == "minhash":
         band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
@@ -290,7 +343,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             sig_doc_parts.append(bdocs[new_rows])
         t_sig += time.perf_counter() - t1
         guard.update(batch_docs[-1] + 1, bytes_done if total_bytes else None,
-                     sum(map(sys.getsizeof, batch_texts)) if mem.limited else 0)
+                     sum(map(sys.getsizeof, batch_texts)) if mem.limited else 0, len(batch_texts))
         guard.check(store.ram_bytes)
         if bar is not None:
             if total_bytes:
