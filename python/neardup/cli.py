@@ -151,8 +151,9 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     kwargs = _dedup_kwargs(a)
-    if getattr(a, "engine", "local") == "spark":  # docs/spark.md
-        return __import__("neardup.engines.spark.cli").engines.spark.cli.run(a, kwargs)
+    if getattr(a, "engine", "local") == "spark":  # docs/spark.md (SIGTERM/SIGHUP: the same cleanup as Ctrl-C)
+        with _terminate_as_interrupt():
+            return __import__("neardup.engines.spark.cli").engines.spark.cli.run(a, kwargs)
     if demo or not a.inputs:
         from neardup.demo import records
 

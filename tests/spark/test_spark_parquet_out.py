@@ -181,3 +181,25 @@ def test_integer_ids_alternates_are_integers_in_both_engines(spark, tmp_path):
     sj = [json.loads(x) for p in sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*"))
           for x in p.read_text().splitlines()]
     assert [r["alternates"] for r in lj] == [r["alternates"] for r in sj] == [r["alternates"] for r in lt.to_pylist()]
+
+
+def test_kept_jsonl_in_input_order_parquet_before_jsonl(spark, tmp_path):
+    """A Parquet input given before a JSONL one: kept.jsonl holds the Parquet file's kept
+    records first, as the local engine writes them (the JSONL and CSV sources' records were
+    written before every Parquet source's, whatever the order given)."""
+    from neardup.engines.spark import dedup_spark
+
+    docs = make_corpus(originals=40, copies=20, words=40, seed=9)
+    pqp = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": [r["id"] for r in docs[:30]], "text": [r["text"] for r in docs[:30]]}), pqp)
+    jl = tmp_path / "b.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in docs[30:]))
+    inputs = [str(pqp), str(jl)]
+    local = neardup.dedup(inputs, tmp_path / "local")
+    sp = dedup_spark(spark, inputs, tmp_path / "spark", collect=True)
+    assert_same(local, sp)
+    want = (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
+    got = [x for p in sorted((tmp_path / "spark" / "kept.jsonl").glob("part-*")) for x in p.read_text().splitlines()]
+    assert got == want
+    first = json.loads(want[0])["id"]
+    assert first in {r["id"] for r in docs[:30]}  # the Parquet file's records lead

@@ -54,6 +54,7 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
         # the command prints its own summary and errors: Spark's WARN lines (a window's
         # "No Partition Defined", a glob's FileNotFoundException it then recovers from) are noise
         spark.sparkContext.setLogLevel("ERROR")
+    _quiet_when_stopped()
     kwargs = dict(kwargs)
     kwargs.pop("progress", None)
     kwargs.pop("threads", None)
@@ -63,3 +64,21 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
     elif not a.quiet:
         print(summary_text(res.report))
     return 0
+
+
+def _quiet_when_stopped() -> None:
+    """A run stopped by Ctrl-C, SIGTERM or SIGHUP ends with the command's one line
+    (``neardup: terminated (SIGTERM)``): py4j's log records of the call the interrupt cut short
+    (tracebacks of it, on the root logger and py4j's) and the JVM's log once the run's jobs are
+    being cancelled (``run.QUIET_STOP``) are not printed. This process's session only."""
+    import logging
+
+    from neardup.engines.spark import run as spark_run
+
+    class _CutCall(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not str(record.msg).startswith("KeyboardInterrupt while sending command")
+
+    logging.getLogger().addFilter(_CutCall())
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    spark_run.QUIET_STOP = True

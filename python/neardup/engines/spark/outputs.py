@@ -14,21 +14,170 @@ records in input order; Spark's own JSON schema inference sorted the columns by 
 all-null field as a string, and a field that was an integer in a Parquet input and a float or
 string in a JSONL or CSV input failed the run). The price: this file is written by one
 process, like the local engine's, not one task per partition.
+
+The outputs are written as one set (:class:`OutputStage`), as the local engine's are
+(``writers.staged``): Spark writes them into a hidden staging directory inside OUT, and only
+once all of them and report.json are complete are they moved into place, the previous ones
+moved aside into the staging directory, which is then deleted. A run that fails or is
+interrupted before that leaves the previous outputs as they were and none of its own.
 """
 from __future__ import annotations
 
 import functools
+import json
 import os
 import pickle
 import shutil
+import time
 
 import pyarrow as pa
 
 from neardup import kernels as K
+from neardup.io.errors import OutputError
 from neardup.io.writers import dumps, ensure_output_dir
 from neardup.pipeline.kept import as_text, text_fields
 
-__all__ = ["write_outputs"]
+__all__ = ["write_outputs", "OutputStage", "stale_kept", "STAGE_PREFIX"]
+
+#: The staging directory of a run in OUT: ``.neardup-spark-<pid>x<random>`` (one per run).
+STAGE_PREFIX = ".neardup-spark-"
+
+
+class OutputStage:
+    """A run's outputs as one set. :meth:`create` makes the hidden staging directory
+    ``OUT/.neardup-spark-<pid>x<random>`` that the outputs are written into; :meth:`commit`
+    moves them into OUT; :meth:`discard` (a failure, an interrupt) deletes the staging
+    directory and whatever is in it, leaving OUT's previous outputs as they were.
+
+    The swap (:meth:`commit`): a directory cannot be renamed over a non-empty one, so each
+    output's previous version is first renamed into ``STAGE/previous/``, then the new one into
+    its place; report.json last, by ``os.replace`` (the new set is the current one from then
+    on); then the other format's kept output of the previous run (:func:`stale_kept`); then the
+    staging directory is deleted. Renames only, nothing is copied: if any of them fails (or a
+    signal lands among them), the ones done are undone and the previous set is back. Only a
+    crash between two of them (SIGKILL, power loss: a window of a few rename calls) leaves a
+    mix: some outputs new, the rest and report.json the previous run's, at most one output
+    missing, and the staging directory left with the previous versions it had taken under
+    ``previous/`` (docs/spark.md)."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.path = os.path.join(out, f"{STAGE_PREFIX}{os.getpid()}x{os.urandom(4).hex()}")
+        # the previous outputs are in the staging directory while the swap runs (or after an
+        # undo that did not finish): then it is never deleted
+        self.holds_previous = False
+
+    def create(self) -> None:
+        try:
+            os.mkdir(self.path)
+        except OSError as exc:
+            raise OutputError(f"{self.out}: cannot write: {exc.strerror or exc}") from exc
+
+    def commit(self, names: list[str], stale: list[str] = ()) -> None:
+        """Move the outputs `names` (report.json last) from the staging directory into OUT,
+        then the paths `stale` aside; then delete the staging directory."""
+        aside = os.path.join(self.path, "previous")
+        report, staged_report = os.path.join(self.out, "report.json"), os.path.join(self.path, "report.json")
+        current = self.out
+        self.holds_previous = True
+        try:
+            os.mkdir(aside)
+            for name in names:
+                new, current = os.path.join(self.path, name), os.path.join(self.out, name)
+                if name == "report.json":
+                    # not older than the outputs before it (stale_kept's rule reads its time;
+                    # a file system may set a directory's time when it is moved)
+                    os.utime(new)
+                    os.replace(new, current)  # the commit point: the new set is current
+                    break
+                if os.path.lexists(current):
+                    os.rename(current, os.path.join(aside, name))
+                os.rename(new, current)
+        except BaseException as exc:
+            # undone from what the file system says (a signal may land between a rename and
+            # any note of it), unless report.json was moved in: then the new set is in place
+            if os.path.lexists(staged_report) or not os.path.lexists(report):
+                try:
+                    self._undo([n for n in names if n != "report.json"], aside)
+                except OSError as undo_exc:
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise exc from None  # (the interrupt, not what its cleanup met)
+                    raise OutputError(f"{current}: cannot write: {exc}; the previous outputs could not all be put "
+                                      f"back: those missing are in {aside}") from undo_exc
+            else:
+                self.holds_previous = False
+            if isinstance(exc, OSError):
+                raise OutputError(f"{current}: cannot write: {exc.strerror or exc}") from exc
+            raise
+        self.holds_previous = False
+        for path in stale:  # only once the new set is in place; deleted with the staging directory
+            try:
+                os.rename(path, os.path.join(aside, os.path.basename(path)))
+            except OSError:
+                pass  # (gone already: left as it is)
+        self.discard()
+
+    def _undo(self, names: list[str], aside: str) -> None:
+        """Each output moved in back to the staging directory and its previous version back
+        in its place (holds_previous stays True if this does not finish)."""
+        for name in reversed(names):
+            new, dst, old = (os.path.join(self.path, name), os.path.join(self.out, name),
+                             os.path.join(aside, name))
+            if not os.path.lexists(new) and os.path.lexists(dst):
+                os.rename(dst, new)  # (moved in)
+            if os.path.lexists(old):
+                os.rename(old, dst)
+        self.holds_previous = False
+
+    def discard(self) -> None:
+        """Delete the staging directory (never raises). Tasks of a cancelled job may still be
+        creating directories in it as it goes: tried again a few times."""
+        if self.holds_previous:
+            return  # an undo cut short: the previous outputs are in it, left for the user
+        for _ in range(5):
+            shutil.rmtree(self.path, ignore_errors=True)
+            if not os.path.lexists(self.path):
+                return
+            time.sleep(0.2)
+
+
+def stale_kept(out: str, output_format: str, inputs: list[str]) -> list[str]:
+    """The other format's kept output of the previous run in `out`, removed once this run's
+    outputs are in place: the local engine's rerun rule (``pipeline.run.stale_outputs``:
+    listed in the previous report.json, not newer than it, not an input of this run; nothing
+    else is ever touched). `inputs`: this run's local input files. ``stale_outputs`` finds a
+    kept *file* (a local engine's run in OUT); a Spark run's kept output is a *directory*,
+    which it passes over, so the same rule is applied to it here, an input anywhere inside it
+    sparing it."""
+    from types import SimpleNamespace
+
+    from neardup.pipeline.run import KEPT_NAMES, stale_outputs
+
+    found = stale_outputs(out, output_format, [SimpleNamespace(path=p) for p in inputs])
+    keep = "kept.parquet" if output_format == "parquet" else "kept.jsonl"
+    report = os.path.join(out, "report.json")
+    try:
+        with open(report, "rb") as f:
+            listed = json.load(f).get("files") or []
+        report_mtime = os.stat(report).st_mtime_ns
+    except (OSError, ValueError, AttributeError):
+        return found
+    if not isinstance(listed, list):
+        return found
+    for name in KEPT_NAMES:
+        path = os.path.join(out, name)
+        if name == keep or name not in listed or os.path.islink(path) or not os.path.isdir(path):
+            continue
+        try:
+            if os.stat(path).st_mtime_ns > report_mtime:
+                continue  # changed after the previous run's report: not (only) its own
+        except OSError:
+            continue
+        real = os.path.realpath(path)
+        if any(os.path.realpath(p) == real or os.path.realpath(p).startswith(real + os.sep) for p in inputs):
+            continue  # holds an input of this run: never removed
+        found.append(path)
+    return found
 
 
 def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, spark) -> list[str]:
@@ -47,7 +196,7 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
-    jsonl_parts, row_parts = [], []
+    parts = []  # in the sources' order: the union writes its inputs' partitions in turn
     for s in sources:
         kept = s.raw.join(drop, "pos", "left_anti")
         if s.format in ("jsonl", "csv"):
@@ -57,16 +206,15 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             kept = kept.join(alt, "pos", "left")
             if s.files:  # several files (a glob): Spark orders their splits by size, not by file
                 kept = kept.orderBy("pos")
-            jsonl_parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
+            parts.append(_map(kept.select("value", "alternates", "alt_int"), _kept_lines_kernel, "value STRING"))
         else:
             # each row as the local engine writes a kept Parquet record: its dict (Arrow's
             # to_pylist), the text fields as text (as_text), the alternates as given (integer
             # ids as numbers; Spark's to_json of an array<string> wrote them as strings). The
             # run's alternates under a name of their own: a record may have an "alternates" field
             rows = kept.join(renamed, "pos", "left").orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            row_parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields),
+            parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields),
                                                           renames=s.renames, tzs=s.tzs), "value STRING"))
-    parts = jsonl_parts + row_parts
     df = parts[0]
     for p in parts[1:]:
         df = df.union(p)

@@ -33,6 +33,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ from typing import Any
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.engines.spark.outputs import write_outputs
+from neardup.engines.spark.outputs import OutputStage, stale_kept, write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.errors import InvalidParameterError
 from neardup.io.errors import InputFileError, OutputError, RecordError
@@ -265,6 +266,14 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
 
     sources: list = []
     saved_conf = None
+    stage: OutputStage | None = None
+    interrupted = False
+    # the run's jobs in a job group of their own: an interrupt cancels them, and the jobs a JVM
+    # call still under way would start after it (_stop_jobs); the caller's group is put back after
+    group = f"neardup-{os.getpid()}x{os.urandom(4).hex()}"
+    sc = spark.sparkContext
+    saved_group = {k: sc.getLocalProperty(k) for k in _JOB_GROUP_KEYS}
+    sc.setJobGroup(group, "neardup dedup")
     try:
         # ---- 1. read, check, keys: one pass over the texts, which are not kept ------------
         with log.stage("read") as st:
@@ -481,8 +490,13 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
             report["unreadable_time_records"] = []
         result = SparkDedupResult(report=report)
         if out is not None:
+            # the outputs as one set (outputs.OutputStage): written into a staging directory in
+            # OUT and moved into place together at the end; a failure or an interrupt on the
+            # way leaves the previous run's outputs as they were
+            stage = OutputStage(out)
+            stage.create()
             with log.stage("write") as st:
-                files = write_outputs(os.fspath(out), clusters_df, pairs_df, dropped, alts, sources, opts, spark)
+                files = write_outputs(stage.path, clusters_df, pairs_df, dropped, alts, sources, opts, spark)
                 st.count = len(files)
             report["outdir"] = os.fspath(out)
             report["files"] = files + ["report.json"]
@@ -495,27 +509,156 @@ def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None 
         report["seconds"] = round(time.perf_counter() - t_start, 4)
         report["peak_rss_mb"] = peak_rss_mb()
         report["peak_rss_note"] = "the driver process only; executors are separate processes"
-        if out is not None:
+        if stage is not None:
             from neardup.io.writers import atomic_open
 
-            with atomic_open(os.path.join(os.fspath(out), "report.json")) as f:
+            with atomic_open(os.path.join(stage.path, "report.json")) as f:
                 json.dump(writable_tree(report), f, indent=2, ensure_ascii=False)  # (a file name not UTF-8)
                 f.write("\n")
+            # the rerun rule (the previous report.json, read before it is replaced): the other
+            # format's kept output of the previous run goes with the previous set
+            stage.commit(report["files"], stale_kept(out, opts.output_format, _local_files(sources)))
         return result
-    except Exception as exc:
-        err = _input_error(exc)
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)  # Ctrl-C; SIGTERM/SIGHUP in the CLI (cli.Terminated)
+        if interrupted or stage is not None:
+            _stop_jobs(spark, group, exc)  # (before the staging directory goes: tasks may write into it)
+        if stage is not None:
+            stage.discard()
+        err = _input_error(exc) if isinstance(exc, Exception) else None
         if err is None:
             raise
         raise err from None
     finally:
-        if saved_conf is not None:
-            spark.conf.set("spark.sql.shuffle.partitions", saved_conf)
+        # (after an interrupt, never in place of it: the JVM may be gone or slow to answer)
+        try:
+            if saved_conf is not None:
+                spark.conf.set("spark.sql.shuffle.partitions", saved_conf)
+            for k, v in saved_group.items():
+                sc.setLocalProperty(k, v)
+        except Exception:
+            if not interrupted:
+                raise
         cached += [s.cached for s in sources if s.cached is not None]
-        for df in cached:
+        for df in cached if not interrupted else ():  # (an interrupted run's cache goes with its process)
             try:
                 df.unpersist()
             except Exception:  # pragma: no cover
                 pass
+
+
+#: The local properties SparkContext.setJobGroup sets (put back after the run).
+_JOB_GROUP_KEYS = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+#: Set by the command (``neardup dedup --engine spark``, whose session it is): once a run is being
+#: stopped, the JVM's log is turned off (a cancelled write's "ERROR FileFormatWriter: Aborting
+#: job" and its stack trace before the command's one line). A session of the caller's is left as is.
+QUIET_STOP = False
+
+#: Seconds the cleanup after an interrupt gives the JVM at most (to cancel the run's jobs, to
+#: answer the call the interrupt cut short, for the cancelled tasks to end): it never hangs.
+STOP_WAIT = 30.0
+
+
+def _stop_jobs(spark, group: str, exc: BaseException, wait: float = STOP_WAIT) -> None:
+    """After an interrupt or a failure: cancel the run's Spark jobs (those running, and those a
+    JVM call still under way would start: ``cancelJobGroupAndFutureJobs``), let the call an
+    interrupt cut short (if it landed inside one) finish, and wait for the tasks of the run's
+    unfinished jobs to end (a failed or cancelled job's other tasks are killed, not at once),
+    so that nothing still writes into the staging directory when it is deleted. Bounded by
+    `wait` seconds in all; never raises.
+
+    An interrupt that lands inside a py4j call leaves this thread's connection waiting for that
+    call's answer: a call on it would read that answer as its own, or wait behind the job for
+    its turn. So the JVM is asked by a thread of its own (a connection of its own), and the
+    cut connection is closed (the next call on this thread opens a new one), its answer read
+    first if py4j left it waiting for one (the py4j Spark 4 ships closes it itself). The call
+    itself may go on in the JVM: the jobs it would start are the ones cancelled in advance."""
+    deadline = time.monotonic() + wait
+
+    def cancel() -> None:
+        sc = spark.sparkContext
+        if QUIET_STOP:
+            try:
+                sc.setLogLevel("OFF")
+            except Exception:
+                pass
+        while True:  # (a call may meet a connection py4j is shutting down: tried again until the deadline)
+            try:
+                try:
+                    sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
+                except Exception as e:
+                    if "cancelJobGroupAndFutureJobs" not in str(e):
+                        raise
+                    sc.cancelAllJobs()  # (a Spark before 4.0)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def tasks_ended() -> None:
+        tracker = spark.sparkContext.statusTracker()
+        stages: set[int] = set()
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            if info is not None and info.status != "SUCCEEDED":
+                stages.update(info.stageIds)
+        while time.monotonic() < deadline:
+            infos = [tracker.getStageInfo(s) for s in stages]
+            if not any(i.numActiveTasks for i in infos if i is not None):
+                return
+            time.sleep(0.05)
+
+    _bounded(cancel, deadline)
+    if isinstance(exc, KeyboardInterrupt):
+        _finish_cut_call(exc, deadline)
+    _bounded(tasks_ended, deadline)
+
+
+def _bounded(fn, deadline: float) -> None:
+    """``fn()`` in a daemon thread (a py4j connection of its own), waited for until `deadline`;
+    its errors are dropped."""
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            pass
+
+    t = threading.Thread(target=run, name="neardup-spark-stop", daemon=True)
+    t.start()
+    t.join(max(0.0, deadline - time.monotonic()))
+
+
+def _finish_cut_call(exc: BaseException, deadline: float) -> None:
+    """If `exc` landed inside a py4j call of this thread (its traceback ends in py4j's
+    ``send_command``), close that connection, first reading the call's answer (until
+    `deadline`) if it was waiting for it: the call is then over in the JVM too. Never raises."""
+    import linecache
+    import traceback
+
+    cut = None
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_name == "send_command" and code.co_filename.endswith(os.path.join("py4j", "clientserver.py")):
+            cut = frame, lineno
+    if cut is None:
+        return
+    frame, lineno = cut
+    conn = frame.f_locals.get("self")
+    try:
+        if "readline" in linecache.getline(frame.f_code.co_filename, lineno):
+            while conn.socket is not None and time.monotonic() < deadline:
+                conn.socket.settimeout(max(0.01, deadline - time.monotonic()))
+                line = conn.stream.readline()
+                if not line or line.startswith(b"!"):  # (the answer: py4j's RETURN_MESSAGE)
+                    break
+    except Exception:
+        pass
+    try:
+        conn.close()
+    except Exception:
+        pass
 
 
 #: Spark's error classes for an input it cannot read (a truncated .gz, a damaged Parquet footer,
@@ -681,3 +824,4 @@ def _refuse_overwriting_inputs(files: list[str], out: str, output_format: str) -
                 if r == t or r.startswith(t + os.sep) or (os.path.isfile(t) and os.path.samefile(f, t)):
                     raise OutputError(f"{target}: this output would overwrite the input {f}: give another "
                                       "output directory")
+

@@ -1,0 +1,248 @@
+"""The Spark engine's outputs as one set, as the local engine's (writers.staged): written into a
+hidden staging directory in OUT and moved into place together at the end, so that a run that
+fails or is interrupted (Ctrl-C; SIGTERM/SIGHUP in the CLI) leaves the previous run's outputs as
+they were and none of its own; the rerun rule (the other format's kept output of the previous
+run removed); `neardup dedup --engine spark` stopped by SIGTERM cleans up as after Ctrl-C."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from neardup.engines.spark.outputs import STAGE_PREFIX, OutputStage, stale_kept
+from neardup.io.errors import OutputError
+from spark_corpus import make_corpus, write_jsonl
+
+
+def tree(d) -> dict:
+    """Every directory and file under `d`: a file's bytes and modification time."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        out[os.path.relpath(root, d) + "/"] = None
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = (fh.read(), os.stat(p).st_mtime_ns)
+    return out
+
+
+def without_stage(t: dict) -> dict:
+    return {k: v for k, v in t.items() if not k.startswith(STAGE_PREFIX)}
+
+
+def stages(out) -> list[str]:
+    return [n for n in os.listdir(out) if n.startswith(STAGE_PREFIX)]
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpora")
+    a = write_jsonl(d / "a.jsonl", make_corpus(originals=60, copies=30, words=40, seed=21))
+    b = write_jsonl(d / "b.jsonl", make_corpus(originals=50, copies=25, words=40, seed=22))
+    return a, b
+
+
+# ---- in process (the session fixture) -----------------------------------------------------
+
+
+def test_a_failure_while_writing_leaves_the_previous_outputs(spark, corpora, tmp_path, monkeypatch):
+    """kept.parquet's writer fails once Spark has written clusters.parquet and pairs.parquet:
+    the previous run's outputs are byte for byte as they were, and no staging directory is left
+    (clusters.parquet and pairs.parquet were replaced in place, beside the previous kept file
+    and report.json)."""
+    import neardup.engines.spark.outputs as outputs
+    from neardup.engines.spark import dedup_spark
+
+    a, b = corpora
+    out = tmp_path / "out"
+    dedup_spark(spark, [a], out, output_format="parquet")
+    before = tree(out)
+    seen = {}
+
+    def fail(path, *args, **kwargs):
+        d = os.path.dirname(path)
+        seen["written"] = sorted(n for n in os.listdir(d) if n.endswith(".parquet"))
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(outputs, "_write_kept_parquet", fail)
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        dedup_spark(spark, [b], out, output_format="parquet")
+    assert tree(out) == before
+    assert stages(out) == []
+    assert seen["written"] == ["clusters.parquet", "pairs.parquet"]  # (the failure came after Spark wrote them)
+
+
+def test_a_rerun_replaces_the_set_only_once_it_is_complete(spark, corpora, tmp_path, monkeypatch):
+    """While the new outputs are written the previous ones stay in place untouched; then all of
+    them are replaced, report.json too, and no staging directory is left."""
+    import neardup.engines.spark.run as run
+    from neardup.engines.spark import dedup_spark, read_outputs
+
+    a, b = corpora
+    out = tmp_path / "out"
+    first = dedup_spark(spark, [a], out, collect=True)
+    before = tree(out)
+    real = run.write_outputs
+    checked = []
+
+    def write_then_look(outdir, *args, **kwargs):
+        files = real(outdir, *args, **kwargs)
+        assert without_stage(tree(out)) == before  # every new output written; the previous set untouched
+        checked.append(files)
+        return files
+
+    monkeypatch.setattr(run, "write_outputs", write_then_look)
+    second = dedup_spark(spark, [b], out, collect=True)
+    assert checked == [["clusters.parquet", "pairs.parquet", "kept.jsonl"]]
+    assert sorted(os.listdir(out)) == ["clusters.parquet", "kept.jsonl", "pairs.parquet", "report.json"]
+    after = tree(out)
+    assert not {(k, v) for k, v in before.items() if v is not None} & set(after.items())  # no previous file left
+    back = read_outputs(str(out))
+    assert back.kept == second.kept != first.kept
+    assert back.report["documents"] == second.report["documents"] and back.report["files"][-1] == "report.json"
+
+
+def test_a_rerun_in_the_other_format_removes_the_previous_kept_output_only(spark, corpora, tmp_path):
+    """--format parquet, then a run without it: the previous kept.parquet (report.json lists it)
+    goes with the previous set; a file neardup did not write stays."""
+    from neardup.engines.spark import dedup_spark
+
+    a, b = corpora
+    out = tmp_path / "out"
+    dedup_spark(spark, [a], out, output_format="parquet")
+    (out / "notes.txt").write_text("mine\n")
+    assert (out / "kept.parquet").is_dir()
+    dedup_spark(spark, [b], out)
+    assert sorted(os.listdir(out)) == ["clusters.parquet", "kept.jsonl", "notes.txt", "pairs.parquet", "report.json"]
+    assert (out / "notes.txt").read_text() == "mine\n"
+    # and back: kept.jsonl goes the same way
+    dedup_spark(spark, [a], out, output_format="parquet")
+    assert sorted(os.listdir(out)) == ["clusters.parquet", "kept.parquet", "notes.txt", "pairs.parquet", "report.json"]
+
+
+# ---- the rerun rule and the swap, without a job -------------------------------------------
+
+
+def _previous_run(out, files, kept_dir=True):
+    out.mkdir(exist_ok=True)
+    for name in files:
+        if name == "report.json":
+            continue
+        if kept_dir:
+            (out / name).mkdir()
+            (out / name / "part-00000").write_text(name)
+        else:
+            (out / name).write_text(name)
+    past = time.time() - 60
+    for name in files:
+        if name != "report.json":
+            os.utime(out / name, (past, past))
+    (out / "report.json").write_text(json.dumps({"files": files}))
+
+
+def test_stale_kept_follows_the_local_rule(tmp_path):
+    """The previous run's other kept output: removed when report.json lists it, it is not newer
+    than that report and it holds no input of this run; a local engine's kept file too."""
+    out = tmp_path / "out"
+    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.parquet", "report.json"])
+    stale = [str(out / "kept.parquet")]
+    assert stale_kept(str(out), "jsonl", []) == stale
+    assert stale_kept(str(out), "parquet", []) == []  # this run's own format: replaced, not removed
+    assert stale_kept(str(out), "jsonl", [str(out / "kept.parquet" / "part-00000")]) == []  # an input inside
+    later = os.stat(out / "report.json").st_mtime + 5
+    os.utime(out / "kept.parquet", (later, later))  # changed after the report
+    assert stale_kept(str(out), "jsonl", []) == []
+    other = tmp_path / "other"
+    _previous_run(other, ["clusters.parquet", "pairs.parquet", "report.json"])
+    (other / "kept.parquet").mkdir()  # not listed: not neardup's
+    assert stale_kept(str(other), "jsonl", []) == []
+    local = tmp_path / "local"
+    _previous_run(local, ["clusters.jsonl", "pairs.jsonl", "kept.parquet", "report.json"], kept_dir=False)
+    assert stale_kept(str(local), "jsonl", []) == [str(local / "kept.parquet")]  # the local engine's file
+
+
+def test_a_swap_that_fails_midway_puts_the_previous_set_back(tmp_path, monkeypatch):
+    """A rename failing after some outputs were moved in: those go back to the staging
+    directory, the previous ones back in place, and the staging directory is removed."""
+    out = tmp_path / "out"
+    names = ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"]
+    _previous_run(out, names[:2] + ["kept.jsonl", "report.json"], kept_dir=False)  # (files where dirs go)
+    before = tree(out)
+    st = OutputStage(str(out))
+    st.create()
+    for name in names[:3]:
+        os.mkdir(os.path.join(st.path, name))
+        open(os.path.join(st.path, name, "part-00000"), "w").close()
+    with open(os.path.join(st.path, "report.json"), "w") as f:
+        f.write("{}")
+    real = os.rename
+
+    def rename(src, dst):
+        if src == os.path.join(st.path, "kept.jsonl"):
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    with pytest.raises(OutputError, match="kept.jsonl: cannot write"):
+        st.commit(names)
+    monkeypatch.setattr(os, "rename", real)
+    st.discard()
+    assert tree(out) == before
+    # and one that succeeds: the files where the directories go are replaced too
+    st = OutputStage(str(out))
+    st.create()
+    for name in names[:3]:
+        os.mkdir(os.path.join(st.path, name))
+    with open(os.path.join(st.path, "report.json"), "w") as f:
+        f.write("{}")
+    st.commit(names)
+    assert sorted(os.listdir(out)) == sorted(names)
+    assert all((out / n).is_dir() for n in names[:3]) and (out / "report.json").read_text() == "{}"
+
+
+# ---- the CLI: SIGTERM ------------------------------------------------------------------------
+
+
+def test_sigterm_mid_write_cleans_up_as_ctrl_c(tmp_path):
+    """`neardup dedup --engine spark` sent SIGTERM while Spark writes the outputs into the
+    staging directory: exit 143, one line saying so, the running jobs cancelled, no staging
+    directory, the previous run's outputs as they were."""
+    pytest.importorskip("pyspark")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Java is not installed")
+    corpus = write_jsonl(tmp_path / "c.jsonl", make_corpus(originals=1500, copies=500, words=60, seed=5))
+    out = tmp_path / "out"
+    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
+    before = tree(out)
+    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
+                          corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    caught = None
+    try:
+        deadline = time.monotonic() + 600
+        while p.poll() is None and time.monotonic() < deadline:
+            st = stages(out)
+            if st and os.path.isdir(out / st[0] / "clusters.parquet"):  # Spark's first write under way
+                p.send_signal(signal.SIGTERM)
+                caught = st[0]
+                break
+            time.sleep(0.005)
+        _, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert caught, f"the run ended (rc {p.returncode}) before its staging directory was seen: {err}"
+    assert p.returncode == 143, err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "neardup: terminated (SIGTERM)", err
+    # (the JVM's start-up lines come before it; not py4j's tracebacks of the call the signal cut
+    # short, nor the JVM's log of the cancelled write)
+    assert sum("terminated" in x for x in lines) == 1 and "Traceback" not in err and "ERROR" not in err, err
+    time.sleep(1)  # (nothing written after the process ended either)
+    assert stages(out) == []
+    assert tree(out) == before
