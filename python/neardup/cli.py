@@ -144,6 +144,7 @@ def _dedup_kwargs(a: argparse.Namespace) -> dict:
 
 def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     import neardup
+    from neardup.io.writers import writable_tree
     from neardup.pipeline.report import summary_text
 
     if demo and a.inputs:  # (the files were silently ignored)
@@ -163,7 +164,7 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
             print("neardup demo: the guide's rain story as six sites ran it (embedded corpus)\n")
         res = neardup.dedup(records(), a.out, **{**kwargs, "prefer_source": kwargs["prefer_source"] or ["agency"]})
         if a.json:
-            print(json.dumps(res.report, indent=2))
+            print(json.dumps(writable_tree(res.report), indent=2))  # (as report.json writes a name not UTF-8)
         elif not a.quiet:
             print(summary_text(res.report))
             print("\nclusters:")
@@ -178,7 +179,7 @@ def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     with _terminate_as_interrupt():
         res = neardup.dedup(a.inputs, a.out, **kwargs, collect=False)  # rows go to files only
     if a.json:
-        print(json.dumps(res.report, indent=2))
+        print(json.dumps(writable_tree(res.report), indent=2))  # (as report.json writes a name not UTF-8)
     elif not a.quiet:
         print(summary_text(res.report))
     return EXIT_OK

@@ -68,3 +68,9 @@ def test_an_input_file_name_that_is_not_utf8(tmp_path):
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["inputs"][0]["path"] == "caf\\udce9.jsonl" and report["kept"] == 1
+    # --json says it as report.json does (it printed the lone surrogate's JSON escape, "\udce9",
+    # which reads back as the surrogate, where report.json has the text "caf\udce9.jsonl")
+    r = subprocess.run([sys.executable, "-m", "neardup", "dedup", b"caf\xe9.jsonl", "-o", "out2", "--json"],
+                       cwd=d, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["inputs"] == report["inputs"]

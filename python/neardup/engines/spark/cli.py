@@ -35,6 +35,7 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
               file=sys.stderr)
         return 2
     from neardup.engines.spark.run import dedup_spark, session
+    from neardup.io.writers import writable_tree
     from neardup.pipeline.report import summary_text
 
     if not a.out:
@@ -60,7 +61,7 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
     kwargs.pop("threads", None)
     res = dedup_spark(spark, a.inputs, a.out, partitions=a.partitions, checkpoint_dir=a.checkpoint_dir, **kwargs)
     if a.json:
-        print(json.dumps(res.report, indent=2))
+        print(json.dumps(writable_tree(res.report), indent=2))  # (as report.json writes a name not UTF-8)
     elif not a.quiet:
         print(summary_text(res.report))
     return 0
