@@ -86,9 +86,12 @@ def private_dir(prefix: str, parent: str | None, what: str = "spill files"):
             shutil.rmtree(path, ignore_errors=True)
 
 
-#: Rows copied from a spill file's map between drops of its pages (RowStore.rows_at): at
-#: most two pages each, 8 MiB.
-ROWS_AT_CHUNK = 1024
+#: Rows copied from a spill file's map between drops of its pages (RowStore.rows_at). A read
+#: fault on a file map maps not one page but every cached page of its 64 KiB window (the
+#: kernel's fault-around; the spill file was just written, so all of it is cached): a row maps
+#: up to two windows, 128 KiB, and 64 rows 8 MiB. (1,024 rows, counted as two pages each, could
+#: map 128 MiB: an estimate run's clusters stage went ~60 MiB past its limit on 200k articles.)
+ROWS_AT_CHUNK = 64
 
 
 def _drop_pages(mm) -> None:
