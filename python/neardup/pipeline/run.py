@@ -666,13 +666,14 @@ def mean_record_bytes(total_bytes: int | None, records: float) -> float:
 KEPT_NAMES = ("kept.jsonl", "kept.parquet")
 
 
-def stale_outputs(out: str, output_format: str, sources: list[Source]) -> list[str]:
+def stale_outputs(out: str, output_format: str, sources: list[Source], dirs: bool = False) -> list[str]:
     """The other format's kept file of a previous run in `out`, to remove once this run's
     outputs are in place: ``--format parquet`` then a run without it left the old
     kept.parquet beside the new kept.jsonl and report.json, a stale set read as current.
     Removed only when neardup wrote it: the previous report.json (of this directory) lists
     it, it is not newer than that report (outputs are renamed into place before their
-    report), and it is not an input of this run. Anything else is never touched."""
+    report), and it is not an input of this run. Anything else is never touched. `dirs`: a
+    kept directory (the Spark engine's output) is one too, unless it holds an input."""
     keep = "kept.parquet" if output_format == "parquet" else "kept.jsonl"
     report_path = os.path.join(out, "report.json")
     try:
@@ -688,14 +689,21 @@ def stale_outputs(out: str, output_format: str, sources: list[Source]) -> list[s
     stale = []
     for name in KEPT_NAMES:
         path = os.path.join(out, name)
-        if name == keep or name not in listed or not os.path.isfile(path) or os.path.islink(path):
+        is_dir = dirs and os.path.isdir(path)
+        if name == keep or name not in listed or os.path.islink(path) or not (is_dir or os.path.isfile(path)):
             continue
         try:
             if os.stat(path).st_mtime_ns > report_mtime:
                 continue  # written (or copied in) after the previous run's report: not its own
         except OSError:
             continue
-        if any(_same_file(p, path) for s in sources for p in (getattr(s, "path", None), getattr(s, "name", None))):
+        given = [p for s in sources for p in (getattr(s, "path", None), getattr(s, "name", None))]
+        if is_dir:
+            real = os.path.realpath(path)
+            if any(isinstance(p, str) and p != "-" and (os.path.realpath(p) + os.sep).startswith(real + os.sep)
+                   for p in given):
+                continue  # holds an input of this run: never removed
+        elif any(_same_file(p, path) for p in given):
             continue  # this run's input: never removed
         stale.append(path)
     return stale

@@ -24,7 +24,6 @@ interrupted before that leaves the previous outputs as they were and none of its
 from __future__ import annotations
 
 import functools
-import json
 import os
 import pickle
 import shutil
@@ -145,39 +144,13 @@ def stale_kept(out: str, output_format: str, inputs: list[str]) -> list[str]:
     """The other format's kept output of the previous run in `out`, removed once this run's
     outputs are in place: the local engine's rerun rule (``pipeline.run.stale_outputs``:
     listed in the previous report.json, not newer than it, not an input of this run; nothing
-    else is ever touched). `inputs`: this run's local input files. ``stale_outputs`` finds a
-    kept *file* (a local engine's run in OUT); a Spark run's kept output is a *directory*,
-    which it passes over, so the same rule is applied to it here, an input anywhere inside it
-    sparing it."""
+    else is ever touched), for a Spark run's kept *directory* too (an input anywhere inside it
+    spares it). `inputs`: this run's local input files."""
     from types import SimpleNamespace
 
-    from neardup.pipeline.run import KEPT_NAMES, stale_outputs
+    from neardup.pipeline.run import stale_outputs
 
-    found = stale_outputs(out, output_format, [SimpleNamespace(path=p) for p in inputs])
-    keep = "kept.parquet" if output_format == "parquet" else "kept.jsonl"
-    report = os.path.join(out, "report.json")
-    try:
-        with open(report, "rb") as f:
-            listed = json.load(f).get("files") or []
-        report_mtime = os.stat(report).st_mtime_ns
-    except (OSError, ValueError, AttributeError):
-        return found
-    if not isinstance(listed, list):
-        return found
-    for name in KEPT_NAMES:
-        path = os.path.join(out, name)
-        if name == keep or name not in listed or os.path.islink(path) or not os.path.isdir(path):
-            continue
-        try:
-            if os.stat(path).st_mtime_ns > report_mtime:
-                continue  # changed after the previous run's report: not (only) its own
-        except OSError:
-            continue
-        real = os.path.realpath(path)
-        if any(os.path.realpath(p) == real or os.path.realpath(p).startswith(real + os.sep) for p in inputs):
-            continue  # holds an input of this run: never removed
-        found.append(path)
-    return found
+    return stale_outputs(out, output_format, [SimpleNamespace(path=p) for p in inputs], dirs=True)
 
 
 def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, spark) -> list[str]:
