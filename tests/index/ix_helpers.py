@@ -124,3 +124,15 @@ def chain_texts(seed: int) -> dict[str, str]:
 
     return {"a": edit((0, "x")), "b": edit((1, "y")), "c": edit((2, "z")),
             "mbc": edit((1, "y"), (2, "z")), "mab": edit((0, "x"), (1, "y"))}
+
+
+def follow(ix, cluster: int) -> set:
+    """The ids a reader of an old cluster number finds, following merged_into (as the web page
+    does)."""
+    for _ in range(10):
+        r = ix.get_cluster(cluster)
+        if r["merged_into"] is None:
+            assert r["size"] == len(r["members"]) > 0
+            return {m["id"] for m in r["members"]}
+        cluster = r["merged_into"]
+    raise AssertionError("merged_into goes round in a circle")

@@ -34,17 +34,6 @@ def _chain(path) -> Index:
     return ix
 
 
-def _follow(ix: Index, cluster: int) -> set:
-    """What a reader of an old cluster number finds (the web page follows merged_into)."""
-    for _ in range(10):
-        r = ix.get_cluster(cluster)
-        if r["merged_into"] is None:
-            assert r["size"] == len(r["members"]) > 0
-            return {m["id"] for m in r["members"]}
-        cluster = r["merged_into"]
-    raise AssertionError("merged_into goes round in a circle")
-
-
 def _gone(ix: Index, cluster: int) -> None:
     with pytest.raises(DocumentNotFoundError, match="all were removed"):
         ix.get_cluster(cluster)
@@ -53,16 +42,16 @@ def _gone(ix: Index, cluster: int) -> None:
 def test_merged_clusters_follow_their_documents_through_splits(tmp_path):
     with _chain(tmp_path / "ix") as ix:
         ix.remove(["mab"])  # 1 splits: {a} keeps 1, {b, c, mbc} is a new cluster
-        assert _follow(ix, 1) == {"a"}
-        assert "b" in _follow(ix, 2)  # (it led to 1, which holds a only)
-        assert "c" in _follow(ix, 3)
+        assert ix_helpers.follow(ix, 1) == {"a"}
+        assert "b" in ix_helpers.follow(ix, 2)  # (it led to 1, which holds a only)
+        assert "c" in ix_helpers.follow(ix, 3)
         ix.remove(["mbc"])  # that one splits again: {b}, {c}
-        assert _follow(ix, 2) == {"b"}
-        assert _follow(ix, 3) == {"c"}
+        assert ix_helpers.follow(ix, 2) == {"b"}
+        assert ix_helpers.follow(ix, 3) == {"c"}
         ix.check()
         ix.remove(["c"])  # every document once in 3 is gone: said at once, not via a pointer
         _gone(ix, 3)
-        assert ix.get_cluster(2)["merged_into"] is not None and _follow(ix, 2) == {"b"}
+        assert ix.get_cluster(2)["merged_into"] is not None and ix_helpers.follow(ix, 2) == {"b"}
         # a merged cluster keeps its representative, but it is no story of its own
         stories = ix.recent_clusters(limit=100, min_size=0)
         assert sorted(s["keeper"] for s in stories) == ["a", "b"]
@@ -76,11 +65,11 @@ def test_a_removed_representative_passes_to_its_nearest_surviving_document(tmp_p
         # 2's representative (b, its keeper when merged) goes with the bridge: {a} keeps 1,
         # {c, mbc} (once in 2) is a new cluster, found through b's pair with mbc
         ix.remove(["b", "mab"])
-        assert _follow(ix, 1) == {"a"}
-        assert _follow(ix, 2) == {"c", "mbc"}
-        assert _follow(ix, 3) == {"c", "mbc"}
+        assert ix_helpers.follow(ix, 1) == {"a"}
+        assert ix_helpers.follow(ix, 2) == {"c", "mbc"}
+        assert ix_helpers.follow(ix, 3) == {"c", "mbc"}
         ix.remove(["mbc"])
-        assert _follow(ix, 2) == {"c"} and _follow(ix, 3) == {"c"}
+        assert ix_helpers.follow(ix, 2) == {"c"} and ix_helpers.follow(ix, 3) == {"c"}
         ix.check()
 
 
@@ -93,7 +82,7 @@ def test_a_removed_representative_passes_to_its_exact_copy_first(tmp_path):
                 assert ix.get_document("bx")["match"] == "exact" and ix.get_document("bx")["keeper"] == "b"
         assert ix.get_cluster(2)["merged_into"] == 1
         ix.remove(["b", "mab"])
-        assert _follow(ix, 2) == {"bx", "c", "mbc"}
+        assert ix_helpers.follow(ix, 2) == {"bx", "c", "mbc"}
         con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
         rep = con.execute("SELECT d.id FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.cluster = 2")
         assert rep.fetchone() == ("bx",)  # (not mbc, b's most similar stored pair)
@@ -121,7 +110,7 @@ def test_merged_clusters_without_a_representative_follow_the_number(tmp_path):
     con.close()
     with Index.open(tmp_path / "ix") as ix:
         ix.remove(["mab"])
-        assert _follow(ix, 2) == {"a"} and _follow(ix, 3) == {"a"}
+        assert ix_helpers.follow(ix, 2) == {"a"} and ix_helpers.follow(ix, 3) == {"a"}
         ix.remove(["a"])
         _gone(ix, 2)
         _gone(ix, 3)

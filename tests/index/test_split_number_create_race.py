@@ -36,16 +36,6 @@ def _story(path, ids=("a", "b", "c", "mbc", "mab")) -> Index:
     return ix
 
 
-def _follow(ix: Index, cluster: int) -> set:
-    for _ in range(10):
-        r = ix.get_cluster(cluster)
-        if r["merged_into"] is None:
-            assert r["size"] == len(r["members"]) > 0
-            return {m["id"] for m in r["members"]}
-        cluster = r["merged_into"]
-    raise AssertionError("merged_into goes round in a circle")
-
-
 def _counts_ok(ix: Index, stories: int, clusters: int) -> None:
     ix.check()  # (recounts: the counts in meta are right)
     st = ix.stats()
@@ -61,7 +51,7 @@ def test_the_part_holding_the_keeper_keeps_the_number(tmp_path):
         assert a["cluster"] not in (1, 2, 3) and a["keeper"] == "a"  # a new number (was: a kept 1)
         # the merged clusters follow their representatives (b, c): both in 1
         assert [ix.get_cluster(c)["merged_into"] for c in (2, 3)] == [1, 1]
-        assert _follow(ix, 2) == _follow(ix, 3) == {"b", "c", "mbc"}
+        assert h.follow(ix, 2) == h.follow(ix, 3) == {"b", "c", "mbc"}
         _counts_ok(ix, stories=2, clusters=1)
 
 
@@ -73,7 +63,7 @@ def test_a_removed_keeper_passes_the_number_to_its_successor(tmp_path):
         c1 = ix.get_cluster(1)
         assert {m["id"] for m in c1["members"]} == {"c", "mbc"} and c1["keeper"] == "c"  # (the keeper rule)
         assert ix.get_document("a")["cluster"] not in (1, 2, 3)
-        assert _follow(ix, 2) == _follow(ix, 3) == {"c", "mbc"}
+        assert h.follow(ix, 2) == h.follow(ix, 3) == {"c", "mbc"}
         _counts_ok(ix, stories=2, clusters=1)
 
 
