@@ -123,3 +123,30 @@ def test_previous_handlers_are_restored():
     assert ei.value.code == 143 and isinstance(ei.value, KeyboardInterrupt)
     assert signal.getsignal(signal.SIGTERM) is before_term
     assert signal.getsignal(signal.SIGHUP) is before_hup
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_while_stdin_is_spooled_leaves_no_spool_file(tmp_path, sig, code):
+    """`neardup dedup -` copies stdin to a temporary file first; a signal while it waited for
+    stdin left that file in the temporary directory (only an OSError removed it)."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", str(tmp_path / "out"), "-q"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={**os.environ, "TMPDIR": str(tmp)})
+    try:
+        p.stdin.write(b'{"id": 1, "text": "the first line of a feed that does not end"}\n')
+        p.stdin.flush()  # (and stdin stays open: the copy waits for more)
+        deadline = time.monotonic() + 60
+        while not any(n.startswith("neardup-spool-") for n in os.listdir(tmp)):
+            assert time.monotonic() < deadline and p.poll() is None, "the spool file never appeared"
+            time.sleep(0.01)
+        time.sleep(0.2)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == code, err
+    assert os.listdir(tmp) == []

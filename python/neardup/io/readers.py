@@ -689,9 +689,11 @@ def _spool(stream: IO[bytes], suffix: str, name: str) -> str:
     try:
         with os.fdopen(fd, "wb") as out:
             shutil.copyfileobj(stream, out, 1 << 20)
-    except OSError as exc:
+    except BaseException as exc:  # (Ctrl-C or SIGTERM while stdin is read: the file was left behind)
         os.unlink(tmp)
-        raise InputFileError(f"{name}: cannot copy it to a temporary file: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise InputFileError(f"{name}: cannot copy it to a temporary file: {exc.strerror or exc}") from exc
+        raise
     return tmp
 
 
