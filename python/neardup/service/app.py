@@ -32,8 +32,8 @@ from neardup.index.errors import (DocumentNotFoundError, DuplicateIdError, Index
 from neardup.io.errors import RecordError
 from neardup.io.records import parse_time
 from neardup.service.fastpost import FastPost, replay_once
-from neardup.service.timings import Timings
 from neardup.service.hostcpu import host_cpu, process_cpu, process_state
+from neardup.service.timings import Timings
 from neardup.service.worker import WriterGoneError, WriterProcess, WriterTimeoutError
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 

@@ -36,14 +36,23 @@ def host_cpu(path: str = "/proc/stat") -> dict | None:
     return {"cores": os.cpu_count(), "seconds": {k: round(v / ticks, 2) for k, v in zip(KINDS, vals)}}
 
 
+def _stat_fields(pid: int | None) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command's name (which may hold spaces and
+    parentheses: split after its last ')'); None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, TypeError):
+        return None
+
+
 def process_state(pid: int | None) -> str | None:
     """A process's state as Linux gives it (/proc/PID/stat): "stopped" for kill -STOP's, else
     its word ("running", "sleeping", "disk sleep", ...); None where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            code = f.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError, TypeError):
+    fields = _stat_fields(pid)
+    if not fields:
         return None
+    code = fields[0]
     return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
             "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
 
@@ -51,9 +60,8 @@ def process_state(pid: int | None) -> str | None:
 def process_cpu(pid: int | None) -> float | None:
     """A process's CPU time so far (user + system, seconds: /proc/PID/stat); None where it
     cannot be read."""
+    fields = _stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, TypeError, ValueError):
+    except (IndexError, TypeError, ValueError):
         return None
