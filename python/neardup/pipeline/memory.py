@@ -307,13 +307,18 @@ class FirstPassGuard:
         first = self.budget.base + text + self.work(self.batch_docs) + t + slack + rows
         # after the first pass: the text and the exact pass's map are gone (freed pages handed
         # back), the outgrown buffers of the tables that stay are not
-        later = self.budget.base + (t - f) + slack + rows + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
+        later = self.budget.base + slack + rows + self._after_first_pass(t, f, s)
         return int(first), int(later)
 
-    def _projection(self, rows_ram: int, keep_rows: bool = True) -> tuple[int, int, int, float]:
-        """(peak of the first pass, peak of the later stages, resident outside the tables, scale)
-        at the end of the input, with the rows in memory (`rows_ram` now) or spilled, from what
-        is resident now."""
+    def _after_first_pass(self, t: float, f: float, s: float) -> float:
+        """What the later stages hold besides the baseline and the rows: the tables less the
+        exact pass's map (`t`, `f` at the end of the input), the clusters stage's arrays and
+        ``later(s)``."""
+        return (t - f) + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
+
+    def _projection(self, rows_ram: int) -> tuple[int, int, float]:
+        """(peak of the first pass, peak of the later stages, scale) at the end of the input,
+        with the rows in memory (`rows_ram` now), from what is resident now."""
         resident = self.budget.resident()
         tables = self.tables()
         # besides the tables and rows: the interpreter and the batches of text in flight. Up to
@@ -322,17 +327,15 @@ class FirstPassGuard:
         other = max(0, resident - self.budget.base - tables - rows_ram) + self.budget.base + 3 * self.batch_bytes
         s = self._scale()
         t, f = self._tables_at_end(s)
-        r = rows_ram * s if keep_rows else 0
-        first = other + t + r
-        later = other + (t - f) + r + CLUSTER_BYTES_PER_DOC * self.docs * s + self.later(s)
-        return int(first), int(later), other, s
+        r = rows_ram * s
+        return int(other + t + r), int(other + r + self._after_first_pass(t, f, s)), s
 
     def rows_fit(self, rows_ram: int) -> bool:
         """Whether the rows may stay in memory: both from what is resident now and from what the
         run needs."""
         if not self.budget.limited:
             return True
-        first, later, _, s = self._projection(rows_ram)
+        first, later, s = self._projection(rows_ram)
         if max(first, later) > self.budget.limit:
             return False
         return max(self.needs(rows_ram * s)) <= self.budget.limit
