@@ -37,3 +37,48 @@ def test_stats_report_it_and_it_only_grows(client):
     assert set(a["seconds"]) == set(KINDS) and a["cores"] >= 1
     assert all(b["seconds"][k] >= a["seconds"][k] for k in KINDS)
     assert sum(b["seconds"].values()) > sum(a["seconds"].values())
+
+
+def test_a_threads_cpu_time_is_its_own():
+    """process_cpu(pid, tid): the writer thread's CPU time (health with --writer thread), not
+    the process's: a thread that spins grows its own, one that waits does not."""
+    import threading
+    import time
+
+    from neardup.service.hostcpu import process_cpu
+
+    ids: dict[str, int] = {}
+    stop = threading.Event()
+
+    def spin():
+        ids["spin"] = threading.get_native_id()
+        while not stop.is_set():
+            sum(range(1000))
+
+    def wait():
+        ids["wait"] = threading.get_native_id()
+        stop.wait()
+
+    threads = [threading.Thread(target=spin), threading.Thread(target=wait)]
+    for t in threads:
+        t.start()
+    try:
+        while len(ids) < 2:
+            time.sleep(0.01)
+        before = {k: process_cpu(os.getpid(), tid) for k, tid in ids.items()}
+        deadline = time.monotonic() + 30
+        while process_cpu(os.getpid(), ids["spin"]) - before["spin"] < 0.1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process_cpu(os.getpid(), ids["spin"]) - before["spin"] >= 0.1
+        assert process_cpu(os.getpid(), ids["wait"]) - before["wait"] < 0.02
+        assert process_cpu(os.getpid()) >= process_cpu(os.getpid(), ids["spin"])
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    # the thread has gone (its /proc entry goes a moment after join(): the OS thread ends
+    # after Python's)
+    deadline = time.monotonic() + 10
+    while process_cpu(os.getpid(), ids["spin"]) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert process_cpu(os.getpid(), ids["spin"]) is None

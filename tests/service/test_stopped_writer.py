@@ -264,15 +264,18 @@ def test_no_write_timeout(index_dir, rain):
             create_app(ix, health_timeout=0)
 
 
-def test_a_writer_busy_with_a_long_group_is_up(index_dir):
+@pytest.mark.parametrize("kind", ["process", "thread"])
+def test_a_writer_busy_with_a_long_group_is_up(index_dir, kind):
     """A batch of 10,000 articles keeps the writer process's loop in one group for longer than
     the health timeout (0.2 s here, 2 s by default: a max batch on a loaded host): health
     answered 503 writer_not_answering while the writer worked, which takes a server out of a
     load balancer's rotation for doing its job. Now 200 "ok" with the writer busy (it used
-    the CPU while health waited); a stopped one is still 503 (the test above)."""
+    the CPU while health waited); a stopped one is still 503 (the test above). The same with
+    the writer in a thread of the server (its own CPU time, not the process's: the hung
+    thread's test above is the 503 side)."""
     words = [f"w{i}" for i in range(5000)]
     docs = [{"id": f"b{n}", "text": " ".join(words[(n * 7 + j * 13) % 5000] for j in range(120))} for n in range(10_000)]
-    srv = Server(index_dir, "--health-timeout", "0.2", "--max-body", "50000000")
+    srv = Server(index_dir, "--writer", kind, "--health-timeout", "0.2", "--max-body", "50000000")
     try:
         with httpx.Client(base_url=srv.url, timeout=120) as c:
             posted = []
@@ -292,7 +295,7 @@ def test_a_writer_busy_with_a_long_group_is_up(index_dir):
             for body in busy:
                 w = body["writer"]
                 assert body["status"] == "ok" and w["busy"] is True and w["seconds_since_cpu"] <= STALL_GRACE, body
-                assert w["process_state"] != "stopped" and "error" not in body
+                assert w["kind"] == kind and w.get("process_state") != "stopped" and "error" not in body
     finally:
         srv.stop()
 

@@ -161,7 +161,7 @@ def register(sub) -> None:
                         "(its outcome unknown); 0 or none: no limit (default: 60)")
     g.add_argument("--health-timeout", type=_serve_positive_seconds, default=2.0, metavar="SECONDS",
                    help="GET /v1/health waits this long for the writer's answer; then 503, unless the writer "
-                        "process is working through a long group (default: 2)")
+                        "(process or thread) is working through a long group (default: 2)")
     g.add_argument("--shutdown-timeout", type=_serve_seconds, default=10.0, metavar="SECONDS",
                    help="a shutdown (SIGTERM, Ctrl-C) waits this long for the requests under way, then cuts "
                         "them off (default: 10)")

@@ -349,7 +349,7 @@ def _anchor_routes(app: FastAPI) -> None:
 #: connection and its client. A batch of 10,000 articles takes seconds, not a minute.
 WRITE_TIMEOUT = 60.0
 #: seconds GET /v1/health waits for the writer's answer to its ping (``neardup serve
-#: --health-timeout``); then it answers 503, unless the writer process is busy (BUSY_STEP, STALL_GRACE)
+#: --health-timeout``); then it answers 503, unless the writer (process or thread) is busy (BUSY_STEP, STALL_GRACE)
 PING_TIMEOUT = 2.0
 #: a writer process that has not answered the ping is busy (a long group: a batch of 10,000
 #: articles on a loaded host), not stopped or hung, while its CPU time goes on growing: by
@@ -564,24 +564,25 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         return out
 
     waiting_ping: list = [None, None]  # the writer's ping future and the asyncio one wrapping it
-    #: a silent writer process's CPU: pid -> [CPU s, time of that sample, time it last grew]
-    progress: dict[int, list] = {}
+    #: a silent writer's CPU: (pid, thread id or None) -> [CPU s, time of that sample, time it last grew]
+    progress: dict[tuple, list] = {}
 
-    async def _working(pid: int) -> tuple[float, float] | None:
+    async def _working(pid: int, tid: int | None = None) -> tuple[float, float] | None:
         """(share of one core since the last sample, seconds since its CPU time last grew by
-        BUSY_STEP) of the writer process `pid`, which has not answered its ping; None where
-        /proc cannot say. The first call of a silence takes two samples BUSY_WINDOW apart."""
+        BUSY_STEP) of the writer process `pid` (or of its thread `tid`: the writer thread's,
+        whose process is the server's own), which has not answered its ping; None where /proc
+        cannot say. The first call of a silence takes two samples BUSY_WINDOW apart."""
         now = time.monotonic()
-        p = progress.get(pid)
+        p = progress.get((pid, tid))
         if p is None:
-            cpu = process_cpu(pid)
+            cpu = process_cpu(pid, tid)
             if cpu is None:
                 return None
             progress.clear()
-            p = progress[pid] = [cpu, now, now - 2 * STALL_GRACE]
+            p = progress[(pid, tid)] = [cpu, now, now - 2 * STALL_GRACE]
             await asyncio.sleep(BUSY_WINDOW)
             now = time.monotonic()
-        cpu = process_cpu(pid)
+        cpu = process_cpu(pid, tid)
         if cpu is None:
             return None
         share = max(0.0, cpu - p[0]) / max(now - p[1], 1e-3)
@@ -627,6 +628,10 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         working = None
         if proc and state not in (None, "stopped", "zombie", "dead"):
             working = await _working(writer.pid)
+        elif not proc and writer.lock_holder is not None:
+            # the writer thread (or a remove's) holds the lock: its own CPU time, not the
+            # process's, which the front's requests make grow too
+            working = await _working(os.getpid(), writer.lock_holder)
         if working is not None:
             w["cpu_share"], w["seconds_since_cpu"] = round(working[0], 3), round(min(working[1], 1e9), 3)
         busy = working is not None and working[1] <= STALL_GRACE

@@ -1,5 +1,6 @@
 """The machine's CPU time by kind, for ``GET /v1/stats`` (``service.host_cpu``); and a
-process's state and CPU time, for ``GET /v1/health`` and the writer process's shutdown.
+process's state and CPU time (or one thread's: the writer thread's), for ``GET /v1/health``
+and the writer process's shutdown.
 
 Why: on a virtual machine the service's tail latency follows the host's other tenants. When
 the host runs another VM on a core this one had work for, the guest counts that time as
@@ -36,11 +37,12 @@ def host_cpu(path: str = "/proc/stat") -> dict | None:
     return {"cores": os.cpu_count(), "seconds": {k: round(v / ticks, 2) for k, v in zip(KINDS, vals)}}
 
 
-def _stat_fields(pid: int | None) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command's name (which may hold spaces and
-    parentheses: split after its last ')'); None where it cannot be read."""
+def _stat_fields(pid: int | None, tid: int | None = None) -> list[str] | None:
+    """The fields of /proc/PID/stat (of one thread's, /proc/PID/task/TID/stat: same layout)
+    after the command's name (which may hold spaces and parentheses: split after its last
+    ')'); None where it cannot be read."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError, TypeError):
         return None
@@ -57,10 +59,10 @@ def process_state(pid: int | None) -> str | None:
             "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
 
 
-def process_cpu(pid: int | None) -> float | None:
-    """A process's CPU time so far (user + system, seconds: /proc/PID/stat); None where it
-    cannot be read."""
-    fields = _stat_fields(pid)
+def process_cpu(pid: int | None, tid: int | None = None) -> float | None:
+    """A process's CPU time so far (user + system, seconds: /proc/PID/stat), or with `tid` one
+    of its threads' (the writer thread of ``--writer thread``); None where it cannot be read."""
+    fields = _stat_fields(pid, tid)
     try:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (IndexError, TypeError, ValueError):

@@ -46,6 +46,9 @@ class GroupWriter:
         self.checkpointer: Checkpointer | None = None
         self._readers: ThreadPoolExecutor | None = None  # dry runs and removes: _pool
         self._pinging: tuple | None = None  # GET /v1/health's ping waiting: (future, since when)
+        #: the native id of the thread that last took `lock` (a group's, a remove's): GET
+        #: /v1/health reads its CPU time when the ping is not answered (busy or hung)
+        self.lock_holder: int | None = None
         #: how long groups, WAL fsyncs and checkpoint rounds take (GET /v1/stats: timings.py)
         self.timings = Timings()
         #: with an index opened sync="group", answers wait for the WAL's fsync in a thread of
@@ -114,6 +117,7 @@ class GroupWriter:
 
     def _remove(self, doc_id) -> int:
         with self.lock:
+            self.lock_holder = threading.get_native_id()
             try:
                 n = self.index.remove([doc_id])
             except ScrubIncompleteError:
@@ -158,6 +162,7 @@ class GroupWriter:
         future gets its request's verdicts or error. The writer thread calls it for what waits
         on its queue; the writer process (worker.py) for what waits on its socket."""
         with self.lock:
+            self.lock_holder = threading.get_native_id()
             if self.checkpointer is None:
                 # the writer connection stops checkpointing on commit; this thread's does it
                 self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
