@@ -65,3 +65,25 @@ def test_a_scrubbing_remove_leaves_no_trace_of_the_rows_in_the_database_file(tmp
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         c.close()
+
+
+def test_a_removed_text_leaves_no_copy_in_the_database_file(tmp_path):
+    """A small add keeps its texts in ``pending_texts`` until the log is fsynced (pending.py);
+    those rows were deleted with FAST, which left the texts in the pages it freed (free-list
+    pages, part of no table): a removed article's text stayed readable in index.sqlite, and in
+    every copy of it, after a scrubbing remove had zeroed it in the log. The rows are deleted
+    with secure_delete ON now. Texts of one page and of several (overflow pages)."""
+    d = str(tmp_path / "ix")
+    short, long_ = b"zqxconfidentialshort", b"zqxconfidentiallong"
+    with Index.create(d) as ix:
+        ix.add(_docs(50, "keep-") + [{"id": "s1", "text": (short.decode() + " ") * 30},
+                                     {"id": "s2", "text": (long_.decode() + " ") * 600}])
+    # (the close fsynced the log and deleted the rows)
+    with Index.open(d) as ix:
+        assert ix.remove(["s1", "s2"]) == 2
+        ix._writer().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert ix.get_document("keep-00007")["id"] == "keep-00007"
+    for name in os.listdir(d):
+        with open(os.path.join(d, name), "rb") as f:
+            data = f.read()
+        assert short not in data and long_ not in data, name

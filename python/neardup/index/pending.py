@@ -28,7 +28,7 @@ import zlib
 
 from neardup.index.errors import IndexCorruptError
 
-__all__ = ["PENDING_MAX_DOCS", "PENDING_MAX_CHARS", "PendingLog", "recover", "covers", "read_fallback"]
+__all__ = ["PENDING_MAX_DOCS", "PENDING_MAX_CHARS", "PendingLog", "recover", "covers", "read_fallback", "delete_rows"]
 
 #: adds of at most this many documents and characters of text keep their texts in
 #: ``pending_texts`` instead of fsyncing the log (the service's groups; a large add's texts
@@ -75,14 +75,28 @@ class PendingLog:
         """Inside a commit's transaction: delete the rows an fsync has covered since the last prune."""
         s = self.synced_doc
         if s > self.pruned_doc:
-            conn.execute("DELETE FROM pending_texts WHERE doc <= ?", (s,))
+            delete_rows(conn, "DELETE FROM pending_texts WHERE doc <= ?", (s,))
             self.pruned_doc = s
 
     def all_synced(self, conn) -> None:
         """Inside the transaction of an add that fsynced the log itself: every row is covered."""
         if self.has_rows:
-            conn.execute("DELETE FROM pending_texts")
+            delete_rows(conn, "DELETE FROM pending_texts")
             self.has_rows = False
+
+
+def delete_rows(conn, sql: str, args: tuple = ()) -> None:
+    """Delete rows of ``pending_texts`` with SQLite's ``secure_delete`` ON: the pages the rows
+    free are zeroed. The writer's connection runs with FAST (store.connect), which leaves the
+    bytes of freed pages as they were: the texts stayed in index.sqlite's free pages, and a
+    scrubbing remove, which zeroes the log and the rows it deletes itself, could not reach them
+    (the rows were gone): a removed article's text stayed readable in the database file, and in
+    every copy of it. Costs the zeroed pages' writes (about the texts' own bytes, once)."""
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        conn.execute(sql, args)
+    finally:
+        conn.execute("PRAGMA secure_delete = FAST")
 
 
 def recover(conn, directory: str) -> int:
@@ -107,7 +121,7 @@ def recover(conn, directory: str) -> int:
     finally:
         for fd in fds.values():
             os.close(fd)
-    conn.execute("DELETE FROM pending_texts")  # its own transaction (autocommit): after the fsyncs
+    delete_rows(conn, "DELETE FROM pending_texts")  # its own transaction (autocommit): after the fsyncs
     return rewritten
 
 
