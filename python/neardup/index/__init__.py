@@ -1,4 +1,5 @@
 """The persistent, incremental index (``neardup index ...``, ``neardup.Index``): see docs/index.md."""
+from neardup.index.backup import BackupBusyError
 from neardup.index.core import Index, IndexConfig, Verdict
 from neardup.index.errors import (
     DocumentNotFoundError,
@@ -20,5 +21,5 @@ IndexFailure = IndexError_
 __all__ = [
     "Index", "IndexConfig", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
     "IndexLockedError", "IndexClosedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
-    "ForkedIndexError", "ScrubIncompleteError", "TextRemovedError",
+    "ForkedIndexError", "ScrubIncompleteError", "TextRemovedError", "BackupBusyError",
 ]

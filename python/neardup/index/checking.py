@@ -54,6 +54,13 @@ def check_text_ends(conn, directory: str, file: int | None = None) -> None:
 
 
 class Checking:
+    def backup(self, dest) -> dict:
+        """Copy this index to `dest` (a new directory), consistent and checked, without a lock
+        (index/backup.py): ``neardup index backup``."""
+        from neardup.index.backup import backup
+
+        return backup(self.directory, dest)
+
     def check(self) -> dict:
         """Full check: SQLite integrity, every segment's checksum, every stored text's checksum,
         the counts kept in ``meta`` against a recount. Raises :class:`IndexCorruptError` naming

@@ -37,7 +37,7 @@ def _fields_args(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     """Add the ``index`` and ``serve`` subcommands to the ``neardup`` parser's subparsers."""
     p = sub.add_parser("index", help="a persistent, incremental index (init, add, query, stats, export, remove, "
-                                     "compact, check)",
+                                     "compact, check, backup)",
                        description="A persistent near-duplicate index in a directory: each added document is "
                                    "checked against everything older, clustered, and stored (docs/index.md).")
     isub = p.add_subparsers(dest="index_command", metavar="ACTION")
@@ -121,6 +121,17 @@ def register(sub) -> None:
     q.add_argument("--recount", action="store_true",
                    help="first count documents, stories, clusters and text bytes from the tables and store "
                         "the counts (the repair when check reports them wrong; takes the writer lock)")
+
+    q = isub.add_parser("backup", help="copy the index to a new directory, consistent and checked, while it is "
+                                       "in use (no lock: adds and the service go on)",
+                        description="Copy the index in DIR to DEST (a new directory): the database from one "
+                                    "snapshot, the segments and text logs it lists, removed texts not yet "
+                                    "overwritten zeroed in the copy; then the copy is checked as 'neardup index "
+                                    "check' does and renamed into place. Takes no lock: the service and adds go "
+                                    "on. Started again if the index changed under it in a way the copy cannot "
+                                    "hold (a remove, a compact); DEST is a whole, checked index or does not exist.")
+    q.add_argument("dir", metavar="DIR", help="the index's directory")
+    q.add_argument("dest", metavar="DEST", help="the backup's directory (must not exist; missing parents are made)")
 
     p = sub.add_parser("serve", help="the HTTP service over an index (FastAPI on uvicorn)",
                        description="Serve DIR over HTTP: POST /v1/documents, GET /v1/documents/{id}, "
@@ -254,6 +265,7 @@ def run(a: argparse.Namespace) -> int:
         IndexNotFoundError,
         ScrubIncompleteError,
     )
+    from neardup.index.backup import BackupBusyError
     from neardup.io.errors import InputFileError, OutputError, RecordError
 
     name = "serve" if a.command == "serve" else f"index {a.index_command}"
@@ -262,14 +274,14 @@ def run(a: argparse.Namespace) -> int:
         if a.command == "serve":
             return _serve(a)
         if a.index_command is None:
-            print("neardup index: give an action (init, add, query, stats, export, remove, compact, check)",
+            print("neardup index: give an action (init, add, query, stats, export, remove, compact, check, backup)",
                   file=sys.stderr)
             return EXIT_USAGE
         return _INDEX[a.index_command](a)
     except (KeyboardInterrupt, Exception) as exc:
         return exit_for(exc, name, [
             (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup {prog}: interrupted"),
-            (IndexLockedError, EXIT_LOCKED, "neardup {prog}: {exc}"),
+            ((IndexLockedError, BackupBusyError), EXIT_LOCKED, "neardup {prog}: {exc}"),
             (_listen_error(), EXIT_LISTEN, "neardup {prog}: {exc}"),
             (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
             (_SqliteDamage, EXIT_CORRUPT, "neardup {prog}: the index is damaged: index.sqlite: {exc} "
@@ -285,7 +297,7 @@ def run(a: argparse.Namespace) -> int:
                                      "was before this command"),
             # an operating system's error no rule above names (a file where a directory goes, a
             # directory where a file goes, ...): said, not a traceback
-            (OSError, EXIT_OUTPUT if name in ("index init", "index export", "index compact") else EXIT_INPUT,
+            (OSError, EXIT_OUTPUT if name in ("index init", "index export", "index compact", "index backup") else EXIT_INPUT,
              "neardup {prog}: {exc}"),
             ((InvalidParameterError, ValueError), EXIT_USAGE, "neardup {prog}: {exc}"),
             (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
@@ -585,6 +597,16 @@ def _check(a) -> int:
     return EXIT_OK
 
 
+def _backup(a) -> int:
+    from neardup.index.backup import backup
+
+    r = backup(a.dir, a.dest)
+    print(f"backed up: {r['documents']:,} documents, {r['segments']} segment(s), {r['text_files']} text log(s), "
+          f"{r['bytes']:,} bytes, checked, in {a.dest} (generation {r['generation']}, {r['seconds']:.1f} s"
+          + (f", {r['attempts']} attempts" if r["attempts"] > 1 else "") + ")")
+    return EXIT_OK
+
+
 class _DiskFullMeta(type):
     """isinstance(exc, _DiskFull): SQLite's "database or disk is full" (SQLITE_FULL), or an
     operating system's ENOSPC."""
@@ -641,4 +663,4 @@ def _serve(a) -> int:
 
 
 _INDEX = {"init": _init, "add": _add, "query": _query, "stats": _stats, "export": _export, "remove": _remove,
-          "compact": _compact, "check": _check}
+          "compact": _compact, "check": _check, "backup": _backup}
