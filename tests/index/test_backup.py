@@ -251,3 +251,48 @@ def test_a_backup_beside_a_reader_and_a_writer_thread(tmp_path, corpus):
         t.join()
     assert errors == []
     assert len(seen) >= 2, seen  # (copies of different moments)
+
+
+def test_a_full_disk_leaves_nothing_behind(tmp_path, corpus, monkeypatch, capsys):
+    import errno
+
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:30])
+    real = bk._copy
+
+    def full(src, dst, length):
+        if os.path.basename(src).startswith("texts-"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst, length)
+
+    monkeypatch.setattr(bk, "_copy", full)
+    assert main(["index", "backup", str(d), str(tmp_path / "copy")]) == 5
+    assert "the disk is full" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path) == []
+    with Index.open(d) as ix:  # the index itself untouched
+        assert ix.check()["texts"] == 30
+
+
+def test_a_killed_backup_leaves_nothing_the_next_one_keeps(tmp_path, corpus):
+    """SIGKILL in the middle: DEST does not exist (the copy is renamed into place only once
+    checked); the hidden staging directory left behind is removed by the next backup to DEST."""
+    import signal
+
+    d = tmp_path / "ix"
+    with Index.create(d) as ix:
+        ix.add(corpus[:200])
+    code = ("import sys, time\nfrom neardup.index import backup as bk\nreal = bk._copy\n"
+            "def slow(s, t, n):\n    r = real(s, t, n)\n    print('copied', flush=True)\n    time.sleep(60)\n    return r\n"
+            "bk._copy = slow\nbk.backup(sys.argv[1], sys.argv[2])\n")
+    p = subprocess.Popen([sys.executable, "-c", code, str(d), str(tmp_path / "copy")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "copied"
+        assert _leftovers(tmp_path)  # the staging directory, mid-copy
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait(30)
+        p.stdout.close()
+    assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path)
+    r = bk.backup(d, tmp_path / "copy")  # (the killed process was reaped by wait(): gone)
+    assert r["documents"] == 200 and _leftovers(tmp_path) == []

@@ -71,6 +71,7 @@ def backup(directory: str | os.PathLike, dest: str | os.PathLike, attempts: int 
         os.makedirs(parent, exist_ok=True)  # (backups/2026-12-01: backups/ made if missing)
     except OSError as exc:
         raise OutputError(f"{parent}: cannot create the backup's parent directory: {exc.strerror or exc}") from None
+    _remove_stale(parent, os.path.basename(dest))
     t0 = time.monotonic()
     last: BaseException | None = None
     for attempt in range(1, attempts + 1):
@@ -181,6 +182,25 @@ def _copy(src: str, dst: str, length: int | None) -> int:
                 raise IndexCorruptError(f"{src}: {want - left:,} bytes, the index lists {want:,}: truncated")
             left -= n
     return want
+
+
+def _remove_stale(parent: str, name: str) -> None:
+    """Remove what a killed backup to the same DEST left (its hidden staging directory: a
+    process that is gone cannot finish it)."""
+    prefix = f".{name}.backup-"
+    for entry in os.listdir(parent):
+        if not entry.startswith(prefix):
+            continue
+        try:
+            pid = int(entry[len(prefix):].split("-")[0])
+        except ValueError:
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
 
 
 def _generation(db: str) -> int | None:
