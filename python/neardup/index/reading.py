@@ -27,7 +27,8 @@ class Reading:
         ``-wal`` / ``-shm``, the writer lock, the segment files (``seg-*.ndx``, and those being
         written or deleted) and the text logs (``texts-*.dat``). Other files in the directory (a
         user's notes, an export written there) and subdirectories are not counted; until
-        2026-12-01 every file in the directory was."""
+        2026-12-01 every file in the directory was. A file's bytes are its length, or the
+        space it takes where that is less (the holes a remove punched in a text log)."""
         total = 0
         for f in os.listdir(self.directory):
             if not store.is_index_file(f):
@@ -37,7 +38,9 @@ class Reading:
             except FileNotFoundError:
                 continue
             if not os.path.isdir(os.path.join(self.directory, f)):
-                total += st.st_size
+                # a text log with removed texts' holes punched (holes.py) takes less than its
+                # length; a whole file, its length (not the block it rounds up to)
+                total += min(st.st_size, st.st_blocks * 512)
         return total
 
     def totals(self) -> dict:

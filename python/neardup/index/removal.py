@@ -22,6 +22,7 @@ from neardup.errors import InvalidParameterError
 from neardup.io.records import parse_time
 from neardup.index.errors import DocumentNotFoundError, ScrubIncompleteError
 from neardup.index.segment import Postings, write_segment
+from neardup.index.holes import zero_range
 from neardup.index import counters
 from neardup.index.store import State, immediate
 from neardup.pipeline.keepers import pick_keepers, source_ranks
@@ -117,7 +118,7 @@ class Removal:
         rows = []
         for s in range(0, len(dl), 30000):
             chunk = dl[s : s + 30000]
-            rows += conn.execute(f"SELECT doc, cluster, text_file, text_offset, text_length FROM documents "
+            rows += conn.execute(f"SELECT doc, cluster, text_file, text_offset, text_length, id FROM documents "
                                  f"WHERE doc IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         gone = {r[0] for r in rows}
         affected = sorted({r[1] for r in rows})
@@ -235,10 +236,16 @@ class Removal:
                     conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
                     # a removed text must not be written back into the log by a recovery
                     conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
+                for s in range(0, len(rows), 30000):
+                    # no id of a removed document stays behind as another's closest match
+                    # (store.CLOSEST_INDEX: documents that have one)
+                    ids = [r[5] for r in rows[s : s + 30000]]
+                    conn.execute("UPDATE documents SET closest = NULL, closest_similarity = NULL "
+                                 f"WHERE closest IN ({','.join('?' * len(ids))})", ids)
                 conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", inherited)
                 if scrub and self.config.store_text:  # zeroed after the commit, or by the next writer's open
                     conn.executemany("INSERT INTO scrubs VALUES (?, ?, ?)",
-                                     [(f, off, ln) for _, _, f, off, ln in rows if f is not None and ln])
+                                     [(f, off, ln) for _, _, f, off, ln, _ in rows if f is not None and ln])
                 conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
                 conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
                 conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
@@ -474,8 +481,7 @@ class Removal:
                 continue
             with open(os.path.join(self.directory, names[f]), "r+b") as fh:
                 for off, ln in sorted(spans):
-                    fh.seek(off)
-                    fh.write(b"\0" * ln)
+                    zero_range(fh.fileno(), off, ln)  # a hole where it can: the space is freed (holes.py)
                 os.fsync(fh.fileno())
         with immediate(conn):
             conn.executemany("DELETE FROM scrubs WHERE rowid = ?", [(r[0],) for r in todo])
