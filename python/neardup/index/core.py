@@ -387,6 +387,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                     conn.execute("PRAGMA synchronous = NORMAL")
                 for ddl in LATE_INDEXES:
                     conn.execute(ddl)
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'documents_closest'").fetchone() is None:
+                    with store.immediate(conn):
+                        conn.execute(store.CLOSEST_INDEX)
+                        conn.execute(store.CLOSEST_SWEEP)
                 self._recover(conn)
             except BaseException:
                 self._lock.release()  # (a damaged index: another process may read it, or mend it)

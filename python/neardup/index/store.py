@@ -129,6 +129,15 @@ CREATE TABLE batches (
 LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",
                 SCRUBS.strip())
 
+#: documents whose `closest` names a document: a remove clears the references to the removed
+#: documents (their ids must not stay behind in the database, nor be shown as a closest match
+#: that no longer exists). Partial: a new story's add (most adds) has no closest and writes
+#: nothing to it. Made by a writer's open where missing, which also clears the references an
+#: earlier remove left (CLOSEST_SWEEP).
+CLOSEST_INDEX = "CREATE INDEX documents_closest ON documents(closest) WHERE closest IS NOT NULL"
+CLOSEST_SWEEP = ("UPDATE documents SET closest = NULL, closest_similarity = NULL "
+                 "WHERE closest IS NOT NULL AND closest NOT IN (SELECT id FROM documents)")
+
 
 @contextlib.contextmanager
 def immediate(conn: sqlite3.Connection):
