@@ -58,7 +58,10 @@ def older_than_seconds(v: Any) -> float | None:
     if isinstance(v, (bool, np.bool_)):
         raise InvalidParameterError(f"older_than must be a time, got {v!r}")
     if isinstance(v, numbers.Real):
-        t = float(v)
+        try:
+            t = float(v)
+        except OverflowError:  # an integer past a float's range (JSON allows any)
+            raise InvalidParameterError(f"older_than must be a finite number of seconds, got {v!r:.40}") from None
         if not math.isfinite(t):
             raise InvalidParameterError(f"older_than must be a finite number of seconds, got {v!r}")
         return t
@@ -74,7 +77,8 @@ def older_than_seconds(v: Any) -> float | None:
 
 
 class Removal:
-    def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True) -> int:
+    def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True,
+               limit: int | None = None) -> int:
         """Remove documents by id, and/or every document published (or, without a time, added)
         before `older_than` (seconds since the epoch). Their clusters are recomputed from the
         stored pairs (a cluster may split: the part holding its keeper keeps its number, or,
@@ -87,8 +91,14 @@ class Removal:
         date). `ids`: a list (or any iterable) of ids; one id alone is refused, not read as
         its characters. Anything else is an InvalidParameterError before anything is removed
         (a datetime was compared with the stored numbers as text, which SQLite orders after
-        every number: every document was removed)."""
+        every number: every document was removed).
+
+        `limit`: at most this many of the documents older than `older_than`, the first added
+        first (an eviction in bounded steps, each one transaction: the service's
+        ``POST /v1/removals``); :meth:`older_remain` says whether more are left."""
         cutoff = older_than_seconds(older_than)
+        if limit is not None and (type(limit) is not int or limit < 1):
+            raise InvalidParameterError(f"limit must be a whole number of at least 1, got {limit!r}")
         if isinstance(ids, (str, bytes, int, float)) or not isinstance(ids, Iterable):
             raise InvalidParameterError(f"ids must be a list of ids, got {type(ids).__name__} {ids!r:.60}"
                                         " (one id: remove([id]))")
@@ -105,11 +115,22 @@ class Removal:
             if missing:
                 raise DocumentNotFoundError(f"{len(missing)} id(s) not in the index: {few(missing)}")
             if cutoff is not None:
+                # (in document order, which the scan follows: a limit stops it early)
                 docs.update(r[0] for r in conn.execute(
-                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ?", (cutoff,)))
+                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ? ORDER BY doc"
+                    + (" LIMIT ?" if limit is not None else ""), (cutoff,) if limit is None else (cutoff, limit)))
             if not docs:
                 return 0
             return self._remove_docs(conn, sorted(docs), scrub)
+
+    def older_remain(self, older_than) -> bool:
+        """Whether the index holds a document published (or, without a time, added) before
+        `older_than` (as :meth:`remove` takes it)."""
+        cutoff = older_than_seconds(older_than)
+        if cutoff is None:
+            return False
+        return self._conn().execute("SELECT EXISTS (SELECT 1 FROM documents WHERE COALESCE(published_at, added_at) < ?)",
+                                    (cutoff,)).fetchone()[0] == 1
 
     def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
         now = time.time()

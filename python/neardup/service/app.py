@@ -21,7 +21,7 @@ from fastapi import FastAPI, Query, Request
 from fastapi import Path as FPath
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -31,6 +31,7 @@ from neardup.index.errors import (DocumentNotFoundError, DuplicateIdError, Index
                                   IndexLockedError, ScrubIncompleteError)
 from neardup.io.errors import RecordError
 from neardup.io.records import parse_time
+from neardup.index.removal import older_than_seconds
 from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.hostcpu import host_cpu, process_cpu, process_state
 from neardup.service.timings import Timings
@@ -79,6 +80,40 @@ class BatchIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     documents: list[DocumentIn] = Field(min_length=1)
+
+
+class RemovalIn(BaseModel):
+    """Documents to remove: by id (all or nothing), and/or the first `limit` of those published
+    (or, without a time, added) before `older_than`."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "example": {"older_than": "30d", "limit": 10000},
+        # ids, older_than, or both: a request naming neither is refused (422), and says so here
+        "anyOf": [{"required": ["ids"], "properties": {"ids": {"minItems": 1}}},
+                  {"required": ["older_than"], "properties": {"older_than": {"not": {"type": "null"}}}}]})
+    ids: list[Union[Annotated[StrictStr, Field(pattern=NOT_BLANK)], StrictInt]] = Field(
+        default_factory=list, description="ids to remove; one not in the index: 404, nothing removed")
+    older_than: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
+        default=None, description="an age ('30d', '12h') or a time (ISO 8601 date or time, seconds since the epoch)")
+    limit: StrictInt = Field(default=10_000, ge=1, le=100_000,
+                             description="at most this many of the older documents in this request, the first "
+                                         "added first; 'more' in the answer says whether others remain")
+    scrub: StrictBool = Field(default=True, description="overwrite the removed texts now (else compact does)")
+
+    @field_validator("limit", mode="before")
+    @classmethod
+    def _integral_limit(cls, v):
+        return DocumentIn._integral_number(v)  # (600.0 is the integer 600, as the schema says)
+
+    @field_validator("ids", mode="before")
+    @classmethod
+    def _integral_ids(cls, v):
+        return [DocumentIn._integral_number(x) for x in v] if isinstance(v, list) else v
+
+
+class RemovalOut(BaseModel):
+    removed: int
+    more: bool = Field(description="documents older than older_than remain (call again)")
 
 
 class VerdictOut(BaseModel):
@@ -529,6 +564,36 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
                 raise
             return refused
         return {"removed": n, "id": typed}
+
+    @app.post("/v1/removals", response_model=RemovalOut, responses=ERR,
+              summary="Remove articles by id and/or by age (eviction in bounded steps)")
+    async def post_removals(request: Request, body: RemovalIn):
+        refused = _unknown_params(request, ())
+        if refused is not None:
+            return refused
+        if not body.ids and body.older_than is None:
+            return _err(422, "invalid_request", "give ids, older_than, or both",
+                        [{"where": "body", "problem": "neither ids nor older_than"}])
+        if len(body.ids) > max_batch:
+            return _err(413, "batch_too_large", f"{len(body.ids):,} ids in one request, over the limit of "
+                        f"{max_batch:,} (neardup serve --max-batch)")
+        try:
+            older_than_seconds(body.older_than)  # refused here, before the writer sees it
+        except InvalidParameterError as exc:
+            return _err(422, "invalid_request", str(exc), [{"where": "body.older_than", "problem": str(exc)}])
+        try:  # durable (--sync full too) before the answer
+            out = await _written(writer.remove_many(list(body.ids), body.older_than, body.limit, body.scrub),
+                                 deadline, "remove")
+        except DocumentNotFoundError as exc:
+            return _err(404, "not_found", str(exc) + "; nothing was removed")
+        except ScrubIncompleteError as exc:
+            return _err(507, "scrub_incomplete", str(exc))
+        except NeardupError as exc:
+            refused = _writer_error(exc)
+            if refused is None:
+                raise
+            return refused
+        return out
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
     def recent(request: Request, limit: int = Query(24, ge=1, le=500), snippets: bool = True):

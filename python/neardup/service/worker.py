@@ -122,6 +122,9 @@ class WriterProcess:
     def remove(self, doc_id) -> Future:
         return self._call("remove", doc_id)
 
+    def remove_many(self, ids: list, older_than, limit: int | None, scrub: bool = True) -> Future:
+        return self._call("remove_many", (ids, older_than, limit, scrub))
+
     def stage_timings(self) -> Future:
         """The writer process's timings (timings.py) as a dict; {} while no writer process runs
         (asking does not start one), and {} at once while the last request for them is still
@@ -522,6 +525,8 @@ def serve_writes(conn: Connection) -> None:
                     fut = writer.dry_run(payload)
                 elif kind == "remove":
                     fut = writer.remove(payload)
+                elif kind == "remove_many":
+                    fut = writer.remove_many(*payload)
                 elif kind == "timings":
                     fut = writer.stage_timings()
                 elif kind == "ping":  # GET /v1/health: this loop runs (between two groups)

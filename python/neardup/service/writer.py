@@ -115,6 +115,23 @@ class GroupWriter:
         """What waits for the writer thread (as WriterProcess.backlog): adds not yet taken."""
         return {"requests_waiting": self.q.qsize(), "unsent_bytes": 0}
 
+    def remove_many(self, ids: list, older_than, limit: int | None, scrub: bool = True) -> Future:
+        """POST /v1/removals: `ids` (all or nothing) and up to `limit` documents older than
+        `older_than`, in one transaction, durable before the future is done; its result is
+        ``{"removed": n, "more": whether documents older than older_than remain}``."""
+        return self._pool().submit(self._remove_many, ids, older_than, limit, scrub)
+
+    def _remove_many(self, ids: list, older_than, limit: int | None, scrub: bool = True) -> dict:
+        with self.lock:
+            self.lock_holder = threading.get_native_id()
+            try:
+                n = self.index.remove(ids, older_than=older_than, limit=limit, scrub=scrub)
+            except ScrubIncompleteError:
+                self.index.make_durable()
+                raise
+            self.index.make_durable()
+            return {"removed": n, "more": self.index.older_remain(older_than)}
+
     def _remove(self, doc_id) -> int:
         with self.lock:
             self.lock_holder = threading.get_native_id()
