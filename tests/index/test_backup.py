@@ -296,3 +296,16 @@ def test_a_killed_backup_leaves_nothing_the_next_one_keeps(tmp_path, corpus):
     assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path)
     r = bk.backup(d, tmp_path / "copy")  # (the killed process was reaped by wait(): gone)
     assert r["documents"] == 200 and _leftovers(tmp_path) == []
+
+
+def test_a_listed_file_that_is_missing_is_damage(tmp_path, corpus, small_segments, capsys):
+    d = tmp_path / "ix"
+    with Index.create(d, **small_segments) as ix:
+        ix.add(corpus[:200])
+    seg = [n for n in os.listdir(d) if n.startswith("seg-")][0]
+    os.unlink(d / seg)
+    with pytest.raises(IndexCorruptError, match="listed by the index but missing"):
+        bk.backup(d, tmp_path / "copy")
+    assert main(["index", "backup", str(d), str(tmp_path / "copy")]) == 7
+    assert "damaged" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path) == []

@@ -81,14 +81,17 @@ def backup(directory: str | os.PathLike, dest: str | os.PathLike, attempts: int 
         except (IndexCorruptError, FileNotFoundError) as exc:
             shutil.rmtree(stage, ignore_errors=True)
             if _generation(db) == getattr(exc, "_backup_generation", None):
-                raise  # nothing changed since the snapshot: the index itself fails its check
+                # nothing changed since the snapshot: the index itself fails its check
+                if isinstance(exc, FileNotFoundError):
+                    raise IndexCorruptError(f"{exc.filename}: listed by the index but missing") from exc
+                raise
             last = exc
             continue
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         try:
-            os.rename(stage, dest)  # (DEST was checked above; a directory made since is not replaced)
+            os.rename(stage, dest)  # (a non-empty DEST made since fails here; an empty one is replaced)
         except OSError:
             shutil.rmtree(stage, ignore_errors=True)
             if os.path.lexists(dest):
