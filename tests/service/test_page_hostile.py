@@ -39,6 +39,13 @@ COPY_TEXT = "🎉😀 𝒜𝒷\r\n" + BODY + "\ttoday"
 RLO_ID = "\u202eexe.txt"
 RLO_SOURCE = "\u202eevil"
 LONG = "x" * 3000
+# every bidi control (Unicode's Bidi_Control): in ids and sources they must act on nothing
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+BIDI_IDS = [f"ab{c}cd{c}ef-{ord(c):x}" for c in BIDI_CONTROLS]
+BIDI_SOURCES = [f"src{c}(1){c}xy" for c in BIDI_CONTROLS]
+# grapheme clusters of more than one code point, each to straddle the service's cut of a snippet
+CLUSTERS = {"flag": "\U0001F1EB\U0001F1F7", "accent": "e\u0301",
+            "zwj": "\U0001F469\u200d\U0001F469\u200d\U0001F467", "hangul": "\u1100\u1161\u11a8"}
 
 FIND = """([ident, sel]) => {  // the member whose data-id is `ident` (no CSS escaping of it needed)
   const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
@@ -98,6 +105,16 @@ def site(tmp_path_factory):
             stories["left"] = r[0]["cluster"]
             r = _post(c, [{"id": "R", "text": right}, {"id": "R2", "text": "v0 " + right}])
             stories["right"] = r[0]["cluster"]
+            r = _post(c, [{"id": i, "text": D + f" {n}", "source": src, "published_at": n}
+                          for n, (i, src) in enumerate(zip(BIDI_IDS, BIDI_SOURCES))])
+            assert {x["cluster"] for x in r} == {r[0]["cluster"]} and r[0]["keeper"] == BIDI_IDS[0]
+            stories["bidi"] = r[0]["cluster"]
+            stories["cut"] = {}
+            for name, text in _cut_texts().items():
+                r = _post(c, [{"id": f"cut-{name}", "text": text, "published_at": 1},
+                              {"id": f"cut-{name}-c", "text": text + " today", "published_at": 2}])
+                assert r[1]["status"] == "duplicate" and r[0]["keeper"] == f"cut-{name}", r
+                stories["cut"][name] = r[0]["cluster"]
         p = sync_playwright().start()
         try:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
@@ -110,6 +127,28 @@ def site(tmp_path_factory):
             p.stop()
     finally:
         s.stop()
+
+
+def _cut_texts() -> dict[str, str]:
+    """Keepers' texts whose snippet (their first SNIPPET_CUT code points) is cut inside one of
+    CLUSTERS, after a start holding astral characters (two UTF-16 units each, one code point);
+    and two not cut inside a cluster: one of fewer code points, one of plain letters. Words of
+    their own for each (no two of these stories match)."""
+    from neardup.service.page import SNIPPET_CUT
+
+    def words(name, n):
+        return " ".join(f"{name}{i}" + (" 😀" if i % 7 == 0 else "") for i in range(n))
+
+    out = {}
+    for name, cluster in CLUSTERS.items():
+        before = words(name, 60)[:SNIPPET_CUT - len(cluster) + 1]  # the cut falls after the cluster's first code point
+        assert len(before) < SNIPPET_CUT < len(before) + len(cluster)
+        out[name] = before + cluster + " " + words(name + "-end", 20)
+    out["short"] = words("short", 20) + " " + CLUSTERS["flag"] + " end"
+    out["plain"] = words("plain", 60)
+    assert len(out["short"]) < SNIPPET_CUT < len(out["plain"]) and "\r" not in out["plain"]
+    assert out["plain"][SNIPPET_CUT - 1:SNIPPET_CUT + 1].isascii()  # (ASCII: one code point a cluster, CR LF aside)
+    return out
 
 
 def _page(browser, url, **kw):
@@ -295,4 +334,109 @@ def test_big_stories_removed_keepers_and_merged_stories(site):
     keeper = page.locator(".member.keeper").get_attribute("data-id")
     assert keeper in ("gone-c1", "gone-c2") and page.locator(".member").count() == 2
     assert page.locator("#detail h2").inner_text().endswith(f"keeper {keeper}")
+    assert errors == []
+
+
+# each visible code point of an element, in the order of the text (DOM order), with its box (top,
+# bottom, left); a bidi control's box (.ctl) counts as one
+READING = """(el) => {
+  const out = [], r = document.createRange();
+  const walk = n => {
+    for (const c of n.childNodes) {
+      if (c.nodeType === Node.ELEMENT_NODE && c.classList.contains("ctl")) {
+        const b = c.getBoundingClientRect();
+        out.push(["ctl:" + c.dataset.cp, [b.top, b.bottom, b.left], b.width]);
+      } else if (c.nodeType === Node.ELEMENT_NODE) {
+        walk(c);
+      } else if (c.nodeType === Node.TEXT_NODE) {
+        for (let i = 0; i < c.data.length;) {
+          const n = c.data.codePointAt(i) > 0xffff ? 2 : 1;
+          r.setStart(c, i); r.setEnd(c, i + n);
+          const b = r.getBoundingClientRect();
+          out.push([c.data.slice(i, i + n), [b.top, b.bottom, b.left], b.width]);
+          i += n;
+        }
+      }
+    }
+  };
+  walk(el);
+  return out;
+}"""
+# what a person copying the element gets (its text as selected, not the boxes' marks)
+COPIED = """(el) => {
+  const sel = getSelection(), r = document.createRange();
+  r.selectNodeContents(el); sel.removeAllRanges(); sel.addRange(r);
+  const t = sel.toString(); sel.removeAllRanges(); return t;
+}"""
+
+
+def _reads_in_order(page, el, text: str) -> None:
+    """`el` (a <bdi> showing `text`) shows its code points left to right, each bidi control as
+    a visible box in its place, and copies as `text` itself."""
+    shown = el.evaluate(READING)
+    expect = [f"ctl:\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text]
+    assert [c for c, _, _ in shown] == expect, (text, shown)
+    for (_, (t0, b0, x0), _), (_, (t1, b1, x1), _) in zip(shown, shown[1:]):  # each after the one before:
+        same_line = min(b0, b1) > max(t0, t1)
+        assert x1 > x0 if same_line else t1 >= b0 - 1, (text, shown)  # right of it, or on a line below (wrapped)
+    assert all(w >= 10 for c, _, w in shown if c.startswith("ctl:")), shown  # the box is seen: "\u202e"
+    assert el.text_content() == text and el.evaluate(COPIED) == text
+
+
+def test_bidi_controls_in_ids_and_sources_read_in_order(site):
+    """An id or source holding a bidi control was isolated from the page's words (<bdi>) but
+    not from itself: "\u202eexe.txt" read "txt.exe", "ab\u202ecd\u202eef" read "abfedc", and an
+    LRM or an isolate was invisible. Each control now sits in a box of its own, shown as its
+    escape, where it acts on nothing: every id and source reads in the order of its code points
+    (on the card, in the story's title, over each member and in its source line), and copying
+    it still copies the id itself."""
+    s, browser, st = site
+    page, errors = _page(browser, s.url, viewport={"width": 1400, "height": 900})
+    card = page.locator(f'.card[data-cluster="{st["bidi"]}"]')
+    _reads_in_order(page, card.locator(".meta bdi").first, BIDI_IDS[0])
+    _reads_in_order(page, card.locator(".meta bdi").nth(1), BIDI_SOURCES[0])
+    _open(page, st["bidi"])
+    _reads_in_order(page, page.locator("#detail h2 bdi"), BIDI_IDS[0])
+    for ident, src in zip(BIDI_IDS, BIDI_SOURCES):
+        member = page.locator(".member").filter(has=page.locator(f'[title^="U+{ord(ident[2]):04X} "]')).first
+        assert member.get_attribute("data-id") == ident
+        _reads_in_order(page, member.locator("h3 bdi"), ident)
+        _reads_in_order(page, member.locator(".meta bdi"), src)
+        assert member.locator("h3 .ctl").first.get_attribute("title") == \
+            f"U+{ord(ident[2]):04X} {unicodedata.name(ident[2])}"
+    # and the page's own words around them read as before (the badge after the id, "J=" after the source)
+    _open_again = page.locator(".member").nth(1)
+    h3 = _open_again.locator("h3")
+    assert h3.locator(".badge").bounding_box()["x"] > h3.locator("bdi").bounding_box()["x"]
+    meta = _open_again.locator(".meta").inner_text()
+    assert " · " in meta and "J=" in meta
+    assert errors == []
+
+
+def test_snippets_end_on_a_grapheme_boundary(site):
+    """A card's snippet is the keeper's text cut by the service at SNIPPET_CUT code points: cut
+    inside a flag it showed one regional indicator (a lone letter box), inside "e" + U+0301 an
+    "e" without its accent, inside a ZWJ family one or two of its people, inside a Hangul
+    syllable (three jamo) part of it. The page now leaves out the last cluster of a snippet
+    that long, whole or not (it cannot tell which: what follows the cut is not sent), so what
+    is shown is the text up to a cluster boundary, then "…"; a shorter snippet is the whole
+    text, with no "…"."""
+    from neardup.service.page import SNIPPET_CUT
+
+    s, browser, st = site
+    page, errors = _page(browser, s.url)
+    texts = _cut_texts()
+    shown = {name: page.locator(f'.card[data-cluster="{cl}"] .snippet').text_content()
+             for name, cl in st["cut"].items()}
+    for name, cluster in CLUSTERS.items():
+        whole = texts[name][:texts[name].index(cluster, SNIPPET_CUT - len(cluster))]  # up to the cut cluster
+        assert shown[name] == whole + "…", (name, shown[name][-12:])
+    assert shown["short"] == texts["short"]  # (the flag whole, no "…")
+    assert shown["plain"] == texts["plain"][:SNIPPET_CUT - 1] + "…"  # its last cluster left out
+    # each shown cluster is a whole cluster of the text, as the browser segments them
+    assert page.evaluate("""([shown, texts]) => Object.keys(shown).every(k => {
+      const seg = t => [...new Intl.Segmenter(undefined, {granularity: "grapheme"}).segment(t)].map(g => g.segment);
+      const a = seg(shown[k].replace(/…$/, "")), b = seg(texts[k]);
+      return a.every((g, i) => g === b[i]);
+    })""", [shown, texts]) is True
     assert errors == []

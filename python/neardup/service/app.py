@@ -34,6 +34,7 @@ from neardup.io.records import parse_time
 from neardup.index.removal import older_than_seconds
 from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.hostcpu import host_cpu, process_cpu, process_state
+from neardup.service.page import SNIPPET_CUT
 from neardup.service.timings import Timings
 from neardup.service.worker import WriterGoneError, WriterProcess, WriterTimeoutError
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
@@ -605,8 +606,11 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             for c in cards:
                 try:
                     t = idx.get_document(c["keeper"])
-                    txt = (t.get("title") + " — " if t.get("title") else "") + t.get("text", "")
-                    c["snippet"] = txt[:240]
+                    # the service keeps a POST's title among the article's fields (FIELDS:
+                    # not compared), where get_document finds it too
+                    title = t.get("title") or (t.get("fields") or {}).get("title")
+                    txt = (title + " — " if isinstance(title, str) and title else "") + t.get("text", "")
+                    c["snippet"] = txt[:SNIPPET_CUT]  # (the page cuts again on a grapheme: page.py)
                 except (DocumentNotFoundError, IndexCorruptError):
                     c["snippet"] = None
         return cards

@@ -4,10 +4,18 @@ tokens in common, with the index's own k and unit (``/v1/stats``) and its normal
 and lower-case for words and characters, lower-case for whitespace tokens, of the whole text
 before it is split, and the core's word characters and Python's white space), so that the
 passages are the shingles the index compared. Every string of an article is shown as text, and
-those inline among the page's own words are isolated (``<bdi>``) from its direction. Integer ids past 2^53 are read as their digits
-(JSON.parse's source text), not rounded as JavaScript numbers would be."""
+those inline among the page's own words are isolated (``<bdi>``) from its direction; an id's or a
+source's bidi controls (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C) are shown as
+``\u202e``-style marks and obey nothing, so an id reads in the order of its code points (its text
+in the page is still the id itself, for copying). A card's snippet (the keeper's first
+``SNIPPET_CUT`` code points, cut by the service) ends on a grapheme boundary (Intl.Segmenter): a
+flag, an accented letter or an emoji sequence is shown whole or not at all. Integer ids past 2^53
+are read as their digits (JSON.parse's source text), not rounded as JavaScript numbers would be."""
 
-PAGE = r"""<!doctype html>
+# the code points of a card's snippet (service/app.py: the keeper's title and text cut to this many)
+SNIPPET_CUT = 240
+
+_PAGE = r"""<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -38,6 +46,11 @@ PAGE = r"""<!doctype html>
   .member .title { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; }
   .member .text { white-space: pre-wrap; font-size: 13.5px; overflow-wrap: anywhere; }
   mark { background: #ffe58a; padding: 0; }
+  /* a bidi control in an id or source: the character stays (copying the id copies it), isolated in
+     its own box so that it acts on nothing, and shown as its escape */
+  .ctl { unicode-bidi: isolate; direction: ltr; font: 11px/1 ui-monospace, monospace; color: #a00;
+         background: #fde8e8; border: 1px solid #e0a0a0; border-radius: 3px; padding: 0 2px; margin: 0 1px; }
+  .ctl::before { content: attr(data-cp); }
   .empty { color: #666; }
   button#back { margin-bottom: 10px; }
 </style>
@@ -69,9 +82,38 @@ const CHUNK = new RegExp(`[\\x00-\\x7f]+(?![${JOINS}])|[\\s\\S][^\\t\\n\\r ]*`, 
 function esc(s) {
   return String(s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
-// A user's string inline among the page's own words: escaped, and isolated so that its
-// direction (an Arabic or Hebrew name, a stray U+202E RIGHT-TO-LEFT OVERRIDE) stays inside it
-function bdi(s) { return "<bdi>" + esc(s) + "</bdi>"; }
+// An id or source inline among the page's own words: escaped and isolated (<bdi>), so that its
+// direction (an Arabic or Hebrew name) stays inside it; and its bidi controls (the Bidi_Control
+// characters: embeddings, overrides, isolates, LRM, RLM, ALM) each in a box of its own, where
+// they act on nothing, shown as their escape ("\u202e") with their name on hover. Without that,
+// "\u202eexe.txt" read "txt.exe": an id must read in the order of its code points, and a
+// person comparing two ids must see the invisible character that tells them apart.
+const BIDI_CONTROL = /\p{Bidi_Control}/gu;
+const BIDI_NAMES = {0x61c: "ARABIC LETTER MARK", 0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
+  0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
+  0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE", 0x2066: "LEFT-TO-RIGHT ISOLATE",
+  0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE"};
+function bdi(s) {
+  return "<bdi>" + esc(s).replace(BIDI_CONTROL, c => {
+    const n = c.codePointAt(0), hex = n.toString(16).padStart(4, "0");
+    return `<span class="ctl" data-cp="\\u${hex}" title="U+${hex.toUpperCase()} ${BIDI_NAMES[n] || ""}">${c}</span>`;
+  }) + "</bdi>";
+}
+// A card's snippet: the service cuts the keeper's title and text at @SNIPPET_CUT@ code points, which
+// can fall inside a grapheme cluster (a flag's two regional indicators, a letter and its combining
+// accent, an emoji ZWJ sequence). A snippet that long may have been cut, so its last cluster (maybe
+// a piece of one) is left out: what is shown ends on a cluster boundary of the text.
+const SNIPPET_CUT = @SNIPPET_CUT@;
+const GRAPHEMES = typeof Intl === "object" && Intl.Segmenter ? new Intl.Segmenter(undefined, {granularity: "grapheme"}) : null;
+function snippet(s) {
+  if (!s) return "";
+  let n = 0;
+  for (const _ of s) if (++n >= SNIPPET_CUT) break;  // code points, as the service counts them
+  if (n < SNIPPET_CUT) return esc(s);  // the whole text
+  let last = s.length;
+  if (GRAPHEMES) for (const g of GRAPHEMES.segment(s)) last = g.index;
+  return esc(s.slice(0, last)) + "…";
+}
 // The text as the index reads it before splitting it: NFKC (not for whitespace tokens), then
 // lower-case, both of the whole text (final sigma; an accent after its letter, "e\u0301", is one
 // character "é"; "´" is a space and a combining accent, which joins the next word), with, for each
@@ -179,7 +221,7 @@ async function loadCards() {
     el.setAttribute("role", "button");
     el.innerHTML = `<span class="size" title="articles">${c.size}</span>
       <div class="meta">story ${c.cluster} · keeper <b>${bdi(c.keeper)}</b>${c.keeper_source ? " (" + bdi(c.keeper_source) + ")" : ""}</div>
-      <div class="snippet" dir="auto">${esc(c.snippet || "")}…</div>`;
+      <div class="snippet" dir="auto">${snippet(c.snippet)}</div>`;
     el.addEventListener("click", () => openCluster(c.cluster, true));
     el.addEventListener("keydown", ev => {
       if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); openCluster(c.cluster, true); }
@@ -251,3 +293,4 @@ loadCards().catch(showLoadError);
 </body>
 </html>
 """
+PAGE = _PAGE.replace("@SNIPPET_CUT@", str(SNIPPET_CUT))
