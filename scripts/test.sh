@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --release -p neardup-core
-python -m pytest -p no:cacheprovider "$@"
+python -m pytest -p no:cacheprovider --durations=25 "$@"

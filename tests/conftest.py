@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 X = "the monsoon session of parliament begins on monday with a debate on the data bill"
@@ -19,3 +22,15 @@ RAIN_BASE = (
 @pytest.fixture
 def guide_sentences() -> tuple[str, str, str]:
     return X, Y, Z
+
+
+@pytest.fixture(scope="session")
+def synth_200k(tmp_path_factory):
+    """`neardup synth` of 160,000 originals and 40,000 copies of 30 words (seed 0): the input of
+    the --memory-limit runs of tests/cli/test_dedup_signals.py and
+    tests/pipeline/test_outputs_safety.py. Written once per session (~4 s); every user only
+    reads it (their runs write into their own directories)."""
+    path = tmp_path_factory.mktemp("synth_200k") / "c.jsonl"
+    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "160000",
+                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
+    return path

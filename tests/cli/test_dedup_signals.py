@@ -15,13 +15,12 @@ from neardup.cli import Terminated, _terminate_as_interrupt
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(synth_200k):
     # large enough that a run under --memory-limit spills its band keys, sorts them externally
-    # and takes a moment to write its outputs (a few seconds in all)
-    path = tmp_path_factory.mktemp("corpus") / "c.jsonl"
-    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "160000",
-                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
-    return path
+    # and takes a moment to write its outputs (a few seconds in all): `neardup synth` of 160,000
+    # originals and 40,000 copies of 30 words, written once per session (tests/conftest.py,
+    # shared with test_outputs_safety's runs; every run only reads it)
+    return synth_200k
 
 
 @pytest.fixture(scope="module")

@@ -230,13 +230,11 @@ def test_a_previous_kept_file_that_is_this_runs_input_is_kept(tmp_path, rain_fil
 
 # ---- 6. kept.parquet under --memory-limit ------------------------------------------------------
 
-def test_parquet_output_keeps_within_the_memory_limit(tmp_path):
+def test_parquet_output_keeps_within_the_memory_limit(tmp_path, synth_200k):
     # pyarrow's first conversion (~50 MiB, once) and a block of 8,192 records were not counted:
     # --format parquet --memory-limit 150M peaked at 198 MiB, all in the write stage. Now a
     # run either keeps within the limit or stops early (exit 2) saying the minimum.
-    corpus = tmp_path / "c.jsonl"
-    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(corpus), "--originals", "160000",
-                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
+    corpus = synth_200k  # (tests/conftest.py: written once, shared with test_dedup_signals; only read)
     ran = 0
     for limit_mib in (150, 280):
         out = tmp_path / f"o{limit_mib}"
@@ -284,7 +282,7 @@ def test_band_keys_of_spilled_signatures_equal_in_memory(tmp_path):
     assert len(a) and np.array_equal(a, b)
 
 
-def test_estimate_run_keeps_within_the_memory_limit(tmp_path):
+def test_estimate_run_keeps_within_the_memory_limit(tmp_path, synth_200k):
     """--verify estimate under a limit keeps its peak under it with the signatures spilled.
     Hashing the whole spilled map (candidates) and indexing it (verify) made its pages
     resident, uncounted (150M peaked at 195 MiB); then the rows copied between drops of the
@@ -293,9 +291,7 @@ def test_estimate_run_keeps_within_the_memory_limit(tmp_path):
     (short rows' pages hold many). The limit is found from what the run says it needs (no
     fixed figure: the interpreter takes 70-105 MiB by the install), stepping up to the least
     that runs with the signatures spilled; the run there, and at 10% over, stays under it."""
-    corpus = tmp_path / "c.jsonl"
-    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(corpus), "--originals", "160000",
-                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
+    corpus = synth_200k  # (tests/conftest.py: written once, shared with test_dedup_signals; only read)
 
     def run(mib: int):
         p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(tmp_path / "o"),
