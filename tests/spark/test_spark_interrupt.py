@@ -218,9 +218,12 @@ def test_sigterm_mid_write_cleans_up_as_ctrl_c(tmp_path):
     out = tmp_path / "out"
     _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
     before = tree(out)
+    ev = tmp_path / "events"
+    ev.mkdir()
     p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
                           corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
+                         start_new_session=True)  # (its JVM and Python workers in its process group)
     caught = None
     try:
         deadline = time.monotonic() + 600
@@ -243,6 +246,184 @@ def test_sigterm_mid_write_cleans_up_as_ctrl_c(tmp_path):
     # (the JVM's start-up lines come before it; not py4j's tracebacks of the call the signal cut
     # short, nor the JVM's log of the cancelled write)
     assert sum("terminated" in x for x in lines) == 1 and "Traceback" not in err and "ERROR" not in err, err
-    time.sleep(1)  # (nothing written after the process ended either)
+    _group_gone(p.pid)  # (its JVM too: nothing written after the process ended either; the event log complete)
     assert stages(out) == []
     assert tree(out) == before
+    # no job of the run's group was left running when the process ended (none ended only as the
+    # JVM went down): each succeeded, or was cancelled with the group
+    log = EventLog(ev)
+    log.poll()
+    groups = {x["group"] for x in log.jobs().values()}
+    assert len(groups) == 1 and next(iter(groups)).startswith("neardup-"), groups
+    _all_ended_or_cancelled(log.jobs(), next(iter(groups)))
+
+
+# ---- the CLI: Ctrl-C (SIGINT) ----------------------------------------------------------------
+
+
+class EventLog:
+    """The JSON events of a Spark event log directory (uncompressed), read as they are written."""
+
+    def __init__(self, d) -> None:
+        self.d, self.offsets, self.events = str(d), {}, []
+
+    def poll(self) -> list[dict]:
+        for root, _, files in os.walk(self.d):
+            for f in sorted(files):
+                if not f.startswith(("events_", "local-")) or f.endswith(".crc"):
+                    continue
+                p = os.path.join(root, f)
+                with open(p, "rb") as fh:
+                    fh.seek(self.offsets.get(p, 0))
+                    data = fh.read()
+                done = data[:data.rfind(b"\n") + 1]  # (whole lines only: the rest is being written)
+                self.offsets[p] = self.offsets.get(p, 0) + len(done)
+                self.events += [json.loads(x) for x in done.splitlines() if x.strip()]
+        return self.events
+
+    def jobs(self) -> dict[int, dict]:
+        """Job id -> {"group", "start", "end" (None while running), "result"}."""
+        out = {}
+        for e in self.events:
+            if e["Event"] == "SparkListenerJobStart":
+                out[e["Job ID"]] = {"group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
+                                    "start": e["Submission Time"], "end": None, "result": None}
+            elif e["Event"] == "SparkListenerJobEnd" and e["Job ID"] in out:
+                out[e["Job ID"]].update(end=e["Completion Time"], result=e["Job Result"])
+        return out
+
+
+def test_ctrl_c_mid_write_cancels_the_runs_jobs_and_cleans_up(tmp_path):
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group: the driver, the JVM, the
+    Python workers) while Spark writes kept.jsonl into the staging directory: the running write
+    job is cancelled as part of the run's job group (Spark's event log says so), exit 130, one
+    line (no py4j "reentrant call" tracebacks from PySpark's own SIGINT handler, no JVM stack
+    trace), no staging directory, the previous run's outputs as they were."""
+    pytest.importorskip("pyspark")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("Java is not installed")
+    docs = make_corpus(originals=600, copies=200, words=60, seed=6)
+    for d in docs:  # (a field the run does not read but writes back: the kept.jsonl job lasts)
+        d["body_html"] = "<p>" + "x" * 40_000 + "</p>"
+    corpus = write_jsonl(tmp_path / "c.jsonl", docs)
+    out = tmp_path / "out"
+    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
+    before = tree(out)
+    ev = tmp_path / "events"
+    ev.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
+                          corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
+                         start_new_session=True)  # (a process group of its own, as a terminal's foreground job)
+    log = EventLog(ev)
+    hit = None
+    try:
+        deadline = time.monotonic() + 600
+        while p.poll() is None and time.monotonic() < deadline:
+            st = stages(out)
+            if st and os.path.isdir(out / st[0] / "kept.jsonl"):  # the kept.jsonl write under way
+                log.poll()
+                running = [j for j, x in log.jobs().items() if x["end"] is None]
+                if running:
+                    os.killpg(p.pid, signal.SIGINT)
+                    hit = max(running)
+                    break
+            time.sleep(0.005)
+        _, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert hit is not None, f"the run ended (rc {p.returncode}) before its kept.jsonl job was seen running: {err}"
+    assert p.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "neardup: interrupted", err
+    assert sum("interrupted" in x for x in lines) == 1, err
+    assert "Traceback" not in err and "ERROR" not in err and "\tat " not in err and "reentrant" not in err, err
+    _group_gone(p.pid)
+    assert stages(out) == []
+    assert tree(out) == before
+    # the event log: the job that was running ended cancelled with the run's job group, and no
+    # job of that group was left running (or failed otherwise, e.g. when the JVM went down)
+    jobs = log.jobs() if log.poll() else {}
+    group = jobs[hit]["group"]
+    assert group and group.startswith("neardup-"), jobs[hit]
+    _all_ended_or_cancelled(jobs, group)
+    assert jobs[hit]["result"]["Result"] == "JobFailed", jobs[hit]
+    assert f"cancelled part of cancelled job group {group}" in jobs[hit]["result"]["Exception"]["Message"], jobs[hit]
+
+
+def _group_gone(pgid: int, timeout: float = 60) -> None:
+    """Wait until no process of the process group `pgid` is left (the command's JVM ends after
+    it, once its shutdown has run: the event log is then complete)."""
+    def alive() -> bool:
+        if not os.path.isdir("/proc/self"):
+            try:
+                os.killpg(pgid, 0)
+                return True
+            except ProcessLookupError:
+                return False
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":  # (a zombie has ended; init may be slow to reap it)
+                return True
+        return False
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"processes of the command's group {pgid} still running {timeout} s after it ended")
+
+
+def _event_log_args(d) -> str:
+    """PYSPARK_SUBMIT_ARGS for an uncompressed event log in `d` (read as it is written)."""
+    return (f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{d} "
+            "--conf spark.eventLog.compress=false pyspark-shell")
+
+
+def _all_ended_or_cancelled(jobs: dict, group: str) -> None:
+    ours = {j: x for j, x in jobs.items() if x["group"] == group}
+    assert ours and all(x["end"] is not None for x in ours.values()), ours
+    assert all(x["result"]["Result"] == "JobSucceeded" or f"cancelled part of cancelled job group {group}" in
+               x["result"]["Exception"]["Message"] for x in ours.values()), ours
+
+
+def test_plain_sigint_raises_once_and_leaves_a_handler_of_the_callers(monkeypatch):
+    """Without a job: inside plain_sigint SIGINT raises KeyboardInterrupt, a second one (the
+    cleanup's time) is ignored, and the handler before is put back; a handler of the caller's
+    own is left in place (PySpark's: test_spark_incremental_staged)."""
+    from neardup.engines.spark.run import plain_sigint
+
+    def wait_for(cond):
+        deadline = time.monotonic() + 10
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.001)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with plain_sigint():
+                assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    wait_for(lambda: False)
+                except KeyboardInterrupt:
+                    os.kill(os.getpid(), signal.SIGINT)  # the second one: ignored
+                    time.sleep(0.05)
+                    raise
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        seen = []
+        mine = lambda signum, frame: seen.append(signum)  # noqa: E731
+        signal.signal(signal.SIGINT, mine)
+        with plain_sigint():
+            os.kill(os.getpid(), signal.SIGINT)
+            wait_for(lambda: seen)
+        assert seen == [signal.SIGINT] and signal.getsignal(signal.SIGINT) is mine
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -100,11 +100,20 @@ def build_index(spark, inputs, index_dir: str, **kwargs) -> dict:
 def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None = None, **kwargs) -> dict:
     """Deduplicate one day's ``inputs`` among themselves and against the index, write
     ``out/day/`` (the day's own clusters/pairs/kept), ``out/matches.parquet`` and
-    ``out/batch.json``, and append the day's new documents to the index."""
+    ``out/batch.json``, and append the day's new documents to the index.
+
+    All or nothing, as ``dedup_spark``'s outputs (:class:`~.outputs.OutputStage`): OUT's outputs
+    are written into a staging directory in OUT, and the index's next version (the day's new
+    rows beside hard links to the index's files; no data copied) into one in INDEX; once every
+    file is written, OUT's set is swapped in (batch.json last), then the index's (index.json
+    last). A failure or an interrupt before that leaves OUT and the index as they were, and no
+    staging directory."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from neardup.engines.spark.run import _map, run_spark
+    from neardup.engines.spark.outputs import OutputStage
+    from neardup.engines.spark.run import _JOB_GROUP_KEYS, _map, _stop_jobs, plain_sigint, run_spark
+    from neardup.io.writers import ensure_output_dir
 
     with open(os.path.join(index_dir, "index.json"), encoding="utf-8") as f:
         meta = json.load(f)
@@ -116,60 +125,125 @@ def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None
     b, r = meta["bands"], meta["rows"]
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     t0 = time.perf_counter()
-    # 1. the day among itself: the same answer as the local engine
-    day_opts = _options(dict(kwargs))
-    day = run_spark(spark, inputs, os.path.join(out, "day"), day_opts, partitions=partitions)
-    removed_today = (spark.read.parquet(os.path.join(out, "day", "clusters.parquet"))
-                     .select(F.explode("members.id").alias("id")))
-    # 2. the day against the index: broadcast the day's rows
-    docs, bands, _ = _docs_and_bands(spark, inputs, opts, params)
-    docs = docs.persist()
-    day_bands = bands.persist()
-    index_bands = spark.read.parquet(os.path.join(index_dir, "bands"))
-    index_docs = spark.read.parquet(os.path.join(index_dir, "docs"))
-    near_cand = (index_bands.join(F.broadcast(day_bands), ["band", "key"])
-                 .select("pos", F.col("id").alias("archive_id")).distinct())
-    exact_cand = (index_docs.filter(F.col("xkey") != 0).select("xkey", F.col("id").alias("archive_id"))
-                  .join(F.broadcast(docs.filter(F.col("ntok") > 0).select("pos", "xkey")), "xkey")
-                  .select("pos", "archive_id"))
-    exact_m = exact_cand.withColumn("similarity", F.lit(1.0)).withColumn("match", F.lit("exact"))
-    near_only = near_cand.join(exact_cand, ["pos", "archive_id"], "left_anti")
-    pairs = (near_only.join(docs.select("pos", F.col("text").alias("text_a")), "pos")
-             .join(index_docs.select(F.col("id").alias("archive_id"), F.col("text").alias("text_b")), "archive_id"))
-    sims = _map(pairs, lambda t: K.pair_similarity(t, params), "archive_id STRING, pos BIGINT, similarity DOUBLE, similarity6 DOUBLE")
-    near_m = (sims.filter(F.col("similarity") >= opts.threshold)
-              .select("pos", "archive_id", F.col("similarity6").alias("similarity")).withColumn("match", F.lit("near")))
-    allm = exact_m.unionByName(near_m)
-    w = Window.partitionBy("pos").orderBy(F.col("match").asc(), F.col("similarity").desc(), F.col("archive_id").asc())
-    best = (allm.withColumn("_r", F.row_number().over(w)).filter("_r = 1").drop("_r")
-            .join(docs.select("pos", "id"), "pos"))
-    best = best.persist()
-    best.orderBy("pos").select("id", "archive_id", "similarity", "match").write.mode("overwrite").parquet(
-        os.path.join(out, "matches.parquet"))
-    n_matched = best.count()
-    # 4. the day's new documents join the index
-    new_docs = (docs.join(best.select("pos"), "pos", "left_anti").join(removed_today, "id", "left_anti"))
-    new_docs = new_docs.persist()
-    n_new = new_docs.count()
-    (day_bands.join(new_docs.select("pos", "id"), "pos").select("band", "key", "id")
-     .repartition("band").write.mode("append").partitionBy("band").parquet(os.path.join(index_dir, "bands")))
-    new_docs.select("id", "xkey", "text", "time", "source").write.mode("append").parquet(os.path.join(index_dir, "docs"))
-    for df in (docs, day_bands, best, new_docs):
-        df.unpersist()
-    report: dict[str, Any] = {
-        "documents": day.report["documents"],
-        "day_copies_removed": day.report["copies_removed"],
-        "matched_archive": n_matched,
-        "added_to_index": n_new,
-        "index_documents_before": meta["documents"],
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
-    meta["documents"] += n_new
-    meta["batches"].append({"inputs": [str(x) for x in ([inputs] if isinstance(inputs, (str, os.PathLike)) else inputs)],
-                            **report})
-    with open(os.path.join(index_dir, "index.json"), "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=2)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "batch.json"), "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-    return report
+    ensure_output_dir(out)
+    out_stage, index_stage = OutputStage(out), OutputStage(index_dir)
+    # the batch's jobs in a group of their own: an interrupt cancels them before the staging
+    # directories go (as run_spark's; the caller's group is put back after)
+    sc = spark.sparkContext
+    group = f"neardup-{os.getpid()}x{os.urandom(4).hex()}"
+    saved_group = {k: sc.getLocalProperty(k) for k in _JOB_GROUP_KEYS}
+    cached: list = []
+    interrupted = False
+    with plain_sigint():
+        try:
+            sc.setJobGroup(group, "neardup add_batch")
+            out_stage.create()
+            index_stage.create()
+            staged_out, staged_index = out_stage.path, index_stage.path
+            # 1. the day among itself: the same answer as the local engine
+            day_opts = _options(dict(kwargs))
+            day = run_spark(spark, inputs, os.path.join(staged_out, "day"), day_opts, partitions=partitions)
+            removed_today = (spark.read.parquet(os.path.join(staged_out, "day", "clusters.parquet"))
+                             .select(F.explode("members.id").alias("id")))
+            # 2. the day against the index: broadcast the day's rows
+            docs, bands, _ = _docs_and_bands(spark, inputs, opts, params)
+            docs = docs.persist()
+            day_bands = bands.persist()
+            cached += [docs, day_bands]
+            index_bands = spark.read.parquet(os.path.join(index_dir, "bands"))
+            index_docs = spark.read.parquet(os.path.join(index_dir, "docs"))
+            near_cand = (index_bands.join(F.broadcast(day_bands), ["band", "key"])
+                         .select("pos", F.col("id").alias("archive_id")).distinct())
+            exact_cand = (index_docs.filter(F.col("xkey") != 0).select("xkey", F.col("id").alias("archive_id"))
+                          .join(F.broadcast(docs.filter(F.col("ntok") > 0).select("pos", "xkey")), "xkey")
+                          .select("pos", "archive_id"))
+            exact_m = exact_cand.withColumn("similarity", F.lit(1.0)).withColumn("match", F.lit("exact"))
+            near_only = near_cand.join(exact_cand, ["pos", "archive_id"], "left_anti")
+            pairs = (near_only.join(docs.select("pos", F.col("text").alias("text_a")), "pos")
+                     .join(index_docs.select(F.col("id").alias("archive_id"), F.col("text").alias("text_b")),
+                           "archive_id"))
+            sims = _map(pairs, lambda t: K.pair_similarity(t, params),
+                        "archive_id STRING, pos BIGINT, similarity DOUBLE, similarity6 DOUBLE")
+            near_m = (sims.filter(F.col("similarity") >= opts.threshold)
+                      .select("pos", "archive_id", F.col("similarity6").alias("similarity"))
+                      .withColumn("match", F.lit("near")))
+            allm = exact_m.unionByName(near_m)
+            w = Window.partitionBy("pos").orderBy(F.col("match").asc(), F.col("similarity").desc(),
+                                                  F.col("archive_id").asc())
+            best = (allm.withColumn("_r", F.row_number().over(w)).filter("_r = 1").drop("_r")
+                    .join(docs.select("pos", "id"), "pos"))
+            best = best.persist()
+            cached.append(best)
+            best.orderBy("pos").select("id", "archive_id", "similarity", "match").write.mode("overwrite").parquet(
+                os.path.join(staged_out, "matches.parquet"))
+            n_matched = best.count()
+            # 4. the day's new documents join the index: its next version in the index's staging
+            # directory, the day's rows written there and the index's files linked in beside them
+            new_docs = (docs.join(best.select("pos"), "pos", "left_anti").join(removed_today, "id", "left_anti"))
+            new_docs = new_docs.persist()
+            cached.append(new_docs)
+            n_new = new_docs.count()
+            (day_bands.join(new_docs.select("pos", "id"), "pos").select("band", "key", "id")
+             .repartition("band").write.mode("overwrite").partitionBy("band").parquet(os.path.join(staged_index, "bands")))
+            new_docs.select("id", "xkey", "text", "time", "source").write.mode("overwrite").parquet(
+                os.path.join(staged_index, "docs"))
+            for name in ("bands", "docs"):
+                _link_tree(os.path.join(index_dir, name), os.path.join(staged_index, name))
+            report: dict[str, Any] = {
+                "documents": day.report["documents"],
+                "day_copies_removed": day.report["copies_removed"],
+                "matched_archive": n_matched,
+                "added_to_index": n_new,
+                "index_documents_before": meta["documents"],
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+            meta["documents"] += n_new
+            meta["batches"].append({"inputs": [str(x) for x in ([inputs] if isinstance(inputs, (str, os.PathLike))
+                                                                 else inputs)], **report})
+            _write_json(os.path.join(staged_index, "index.json"), meta)
+            _write_json(os.path.join(staged_out, "batch.json"), report)
+            # OUT first: an index that took the batch is never left with OUT not having it (a
+            # rerun of the batch against that index would match the day with itself)
+            out_stage.commit(["day", "matches.parquet", "batch.json"], last="batch.json")
+            index_stage.commit(["bands", "docs", "index.json"], last="index.json")
+            return report
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            _stop_jobs(spark, group, exc)  # (before the staging directories go: tasks may write into them)
+            out_stage.discard()
+            index_stage.discard()
+            raise
+        finally:
+            try:
+                for k, v in saved_group.items():
+                    sc.setLocalProperty(k, v)
+                for df in cached if not interrupted else ():  # (an interrupted run's cache: its process's)
+                    df.unpersist()
+            except Exception:  # pragma: no cover  (after an interrupt: the JVM may be slow to answer)
+                pass
+
+
+def _write_json(path: str, obj) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def _link_tree(src: str, dst: str) -> None:
+    """Every file under `src` hard-linked at its place under `dst` (a file system without hard
+    links: copied), beside what is there; a name `dst` has already (Spark's ``_SUCCESS``) is
+    left as it is. Hidden directories (a staging directory) are not entered."""
+    import shutil
+
+    for root, dirs, files in os.walk(src):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        target = os.path.join(dst, os.path.relpath(root, src))
+        os.makedirs(target, exist_ok=True)
+        for f in files:
+            t = os.path.join(target, f)
+            if os.path.lexists(t):
+                continue
+            try:
+                os.link(os.path.join(root, f), t)
+            except OSError:
+                shutil.copy2(os.path.join(root, f), t)

@@ -72,18 +72,19 @@ class OutputStage:
         except OSError as exc:
             raise OutputError(f"{self.out}: cannot write: {exc.strerror or exc}") from exc
 
-    def commit(self, names: list[str], stale: list[str] = ()) -> None:
-        """Move the outputs `names` (report.json last) from the staging directory into OUT,
-        then the paths `stale` aside; then delete the staging directory."""
+    def commit(self, names: list[str], stale: list[str] = (), last: str = "report.json") -> None:
+        """Move the outputs `names` (`last` last: report.json; a file, replaced by ``os.replace``,
+        the commit point) from the staging directory into OUT, then the paths `stale` aside; then
+        delete the staging directory."""
         aside = os.path.join(self.path, "previous")
-        report, staged_report = os.path.join(self.out, "report.json"), os.path.join(self.path, "report.json")
+        report, staged_report = os.path.join(self.out, last), os.path.join(self.path, last)
         current = self.out
         self.holds_previous = True
         try:
             os.mkdir(aside)
             for name in names:
                 new, current = os.path.join(self.path, name), os.path.join(self.out, name)
-                if name == "report.json":
+                if name == last:
                     # not older than the outputs before it (stale_kept's rule reads its time;
                     # a file system may set a directory's time when it is moved)
                     os.utime(new)
@@ -97,7 +98,7 @@ class OutputStage:
             # any note of it), unless report.json was moved in: then the new set is in place
             if os.path.lexists(staged_report) or not os.path.lexists(report):
                 try:
-                    self._undo([n for n in names if n != "report.json"], aside)
+                    self._undo([n for n in names if n != last], aside)
                 except OSError as undo_exc:
                     if isinstance(exc, KeyboardInterrupt):
                         raise exc from None  # (the interrupt, not what its cleanup met)

@@ -35,6 +35,7 @@ import re
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +154,7 @@ def _map(df, fn, ddl: str, whole_partition: bool = False):
             yield b
 
     def run(batches):
+        _workers_ignore_sigint()
         if whole_partition:
             bl = list(batches)
             if not bl:
@@ -164,6 +166,19 @@ def _map(df, fn, ddl: str, whole_partition: bool = False):
                 yield from conform(fn(pa.Table.from_batches([b])))
 
     return df.mapInArrow(run, schema)
+
+
+def _workers_ignore_sigint() -> None:
+    """In a Python worker (a kernel's task): SIGINT ignored from now on, in this worker process.
+    A terminal's Ctrl-C reaches every process of its foreground group, local mode's workers too
+    (PySpark's worker restores Python's handler that the JVM's ignoring would have passed on):
+    a worker interrupted in a task wrote its error to a socket the cancelled task had closed,
+    and PySpark's daemon printed that BrokenPipeError's traceback after the command's one line.
+    Ctrl-C is the driver's: it cancels the run's jobs, which ends their tasks."""
+    import signal
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 _CHECKED_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE, source STRING, "
@@ -234,6 +249,59 @@ def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, check
 def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None = None,
               checkpoint_dir: str | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
               collect: bool = False) -> SparkDedupResult:
+    # Ctrl-C raises KeyboardInterrupt and nothing else while the run goes (plain_sigint): the
+    # run's own cleanup cancels its job group, as after SIGTERM in the command
+    with plain_sigint():
+        return _run_spark(spark, inputs, out, opts, partitions=partitions, checkpoint_dir=checkpoint_dir,
+                          max_rounds=max_rounds, collect=collect)
+
+
+@contextmanager
+def plain_sigint():
+    """While the block runs (in the main thread), SIGINT (Ctrl-C) raises KeyboardInterrupt and
+    does nothing else, once: a second one while the first one's cleanup runs is ignored, as
+    the command's SIGTERM (``neardup.cli._terminate_as_interrupt``). The handler in place before
+    is put back after.
+
+    PySpark's SparkContext installs a SIGINT handler that calls ``cancelAllJobs`` through py4j
+    from inside the handler, so in the main thread, most often while that thread is waiting in
+    a py4j call for a job: the call goes out on the connection that is still waiting for the
+    job's answer (py4j's "reentrant call" error and its tracebacks on stderr; or it waits
+    behind the job, which is not cancelled), and it cancels every job of the session. The run's
+    own cleanup (``_stop_jobs``: its job group only, from a thread with a connection of its
+    own) does it right. Only PySpark's handler or Python's default one is replaced: a handler
+    of the caller's own is left in place."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not (previous is signal.default_int_handler or _is_pyspark_sigint(previous)):
+        yield
+        return
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _is_pyspark_sigint(h) -> bool:
+    """`h` is the SIGINT handler a SparkContext installs (``SparkContext.__init__``'s own)."""
+    return getattr(h, "__qualname__", "").startswith("SparkContext.") and \
+        getattr(h, "__module__", "").startswith("pyspark.")
+
+
+def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None,
+               checkpoint_dir: str | None, max_rounds: int, collect: bool) -> SparkDedupResult:
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -578,13 +646,12 @@ def _stop_jobs(spark, group: str, exc: BaseException, wait: float = STOP_WAIT) -
 
     def cancel() -> None:
         sc = spark.sparkContext
-        if QUIET_STOP:
-            try:
-                sc.setLogLevel("OFF")
-            except Exception:
-                pass
+        quiet = not QUIET_STOP
         while True:  # (a call may meet a connection py4j is shutting down: tried again until the deadline)
             try:
+                if not quiet:  # (before the cancel, and tried again as it is: a log left on printed
+                    sc.setLogLevel("OFF")  # a cancelled write's JVM stack trace)
+                    quiet = True
                 try:
                     sc._jsc.sc().cancelJobGroupAndFutureJobs(group)
                 except Exception as e:

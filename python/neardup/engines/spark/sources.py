@@ -120,8 +120,8 @@ def read_sources(spark, inputs) -> list[Source]:
         elif fmt == "parquet":
             df = spark.read.parquet(_hadoop_path(path))
             cols, renames, sel = _record_columns(df)
-            recno, files = _parquet_recno(df)
-            raw = df.select(F.lit(i).alias("src"), recno.alias("recno"), *sel)
+            numbered, recno, files = _parquet_recno(spark, df)
+            raw = numbered.select(F.lit(i).alias("src"), recno.alias("recno"), *sel)
             out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames,
                               tzs=_parquet_zones(path, dict(zip(df.columns, cols))),
                               files=_files_named(path, files)))
@@ -192,24 +192,34 @@ def _dense_recno(numbered):
     return (off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1).cast("bigint")
 
 
-def _parquet_recno(df):
-    """(the record number in a Parquet input: its row's index in its file plus the rows of the
-    files before it, in path order (a glob or a directory is several files: their row indexes
-    each start at 0, so records of different files took the same number and name); the
-    files, for :meth:`Source.where`)."""
+def _parquet_recno(spark, df):
+    """(`df` with what its record numbers need, the record number column, the files for
+    :meth:`Source.where`). The record number in a Parquet input: its row's index in its file
+    plus the rows of the files before it, in path order (a glob or a directory is several
+    files: their row indexes each start at 0, so records of different files took the same
+    number and name). Each file's offset comes from a broadcast join with a small DataFrame
+    (file, offset): it was a ``create_map`` literal of every file in the plan, a huge
+    expression for thousands of files (until 2026-12-01)."""
     from pyspark.sql import functions as F
 
     path = F.col("_metadata.file_path")
     counts = sorted(df.select(path.alias("f")).groupBy("f").count().collect())
-    row = F.col("_metadata.row_index") + 1
     if len(counts) <= 1:
-        return row, [(1, _file_name(f)) for f, _ in counts]
+        return df, (F.col("_metadata.row_index") + 1).cast("bigint"), [(1, _file_name(f)) for f, _ in counts]
     offs, run, files = [], 0, []
     for f, c in counts:
-        offs += [F.lit(f), F.lit(run)]
+        offs.append((f, run))
         files.append((run + 1, _file_name(f)))
         run += c
-    return (F.element_at(F.create_map(*offs), path) + row).cast("bigint"), files
+    offsets = spark.createDataFrame(offs, f"{_FILE_COL} STRING, {_OFF_COL} BIGINT")
+    numbered = (df.withColumn(_FILE_COL, path).withColumn(_ROW_COL, F.col("_metadata.row_index"))
+                .join(F.broadcast(offsets), _FILE_COL))
+    return numbered, (F.col(_OFF_COL) + F.col(_ROW_COL) + 1).cast("bigint"), files
+
+
+#: the columns _parquet_recno adds (names no record column takes: the record columns are
+#: selected by reference, and these dropped, by ``raw``'s select)
+_FILE_COL, _ROW_COL, _OFF_COL = "__neardup_file", "__neardup_row", "__neardup_off"
 
 
 def _file_name(hadoop_path: str) -> str:
