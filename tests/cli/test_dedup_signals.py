@@ -130,9 +130,12 @@ def test_a_signal_while_stdin_is_spooled_leaves_no_spool_file(tmp_path, sig, cod
     stdin left that file in the temporary directory (only an OSError removed it)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    # (SIGINT as a terminal's foreground job has it: a test run started in the background of a
+    # non-interactive shell inherits it ignored, and the child then never sees it)
     p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", str(tmp_path / "out"), "-q"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env={**os.environ, "TMPDIR": str(tmp)})
+                         env={**os.environ, "TMPDIR": str(tmp)},
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         p.stdin.write(b'{"id": 1, "text": "the first line of a feed that does not end"}\n')
         p.stdin.flush()  # (and stdin stays open: the copy waits for more)

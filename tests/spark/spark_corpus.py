@@ -65,3 +65,17 @@ def synth_parquet(synth_file, tmp_path) -> str:
     path = str(tmp_path / "synth.parquet")
     pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=200)
     return path
+
+
+def tree(d, inodes: bool = False) -> dict:
+    """Every directory and file under `d`: a file's bytes and modification time (and, with
+    `inodes`, its inode: a file rewritten in place or replaced by a copy shows)."""
+    out = {}
+    for root, dirs, files in os.walk(d):
+        out[os.path.relpath(root, d) + "/"] = None
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                st = os.stat(p)
+                out[os.path.relpath(p, d)] = (fh.read(), st.st_mtime_ns) + ((st.st_ino,) if inodes else ())
+    return out

@@ -9,20 +9,7 @@ import signal
 import pytest
 
 from neardup.engines.spark.outputs import STAGE_PREFIX
-from spark_corpus import make_corpus, write_jsonl
-
-
-def tree(d) -> dict:
-    """Every directory and file under `d`: a file's bytes, modification time and inode."""
-    out = {}
-    for root, dirs, files in os.walk(d):
-        out[os.path.relpath(root, d) + "/"] = None
-        for f in files:
-            p = os.path.join(root, f)
-            with open(p, "rb") as fh:
-                st = os.stat(p)
-                out[os.path.relpath(p, d)] = (fh.read(), st.st_mtime_ns, st.st_ino)
-    return out
+from spark_corpus import make_corpus, tree, write_jsonl
 
 
 def staging_dirs(*dirs) -> list[str]:
@@ -46,7 +33,7 @@ def test_an_interrupted_batch_leaves_out_and_the_index_as_they_were(spark, tmp_p
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(f"previous {name}\n")
     out = str(out)
-    out_before, index_before = tree(out), tree(index)
+    out_before, index_before = tree(out, inodes=True), tree(index, inodes=True)
     seen = {}
     real = inc._write_json
 
@@ -66,5 +53,5 @@ def test_an_interrupted_batch_leaves_out_and_the_index_as_they_were(spark, tmp_p
                     "day": ["clusters.parquet", "kept.jsonl", "pairs.parquet", "report.json"]}
     assert staging_dirs(out, index) == []
     assert signal.getsignal(signal.SIGINT) is pyspark_handler  # (replaced while the batch ran: put back)
-    assert tree(out) == out_before
-    assert tree(index) == index_before
+    assert tree(out, inodes=True) == out_before
+    assert tree(index, inodes=True) == index_before

@@ -5,6 +5,7 @@ they were and none of its own; the rerun rule (the other format's kept output of
 run removed); `neardup dedup --engine spark` stopped by SIGTERM cleans up as after Ctrl-C."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,19 +16,7 @@ import pytest
 
 from neardup.engines.spark.outputs import STAGE_PREFIX, OutputStage, stale_kept
 from neardup.io.errors import OutputError
-from spark_corpus import make_corpus, write_jsonl
-
-
-def tree(d) -> dict:
-    """Every directory and file under `d`: a file's bytes and modification time."""
-    out = {}
-    for root, dirs, files in os.walk(d):
-        out[os.path.relpath(root, d) + "/"] = None
-        for f in files:
-            p = os.path.join(root, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, d)] = (fh.read(), os.stat(p).st_mtime_ns)
-    return out
+from spark_corpus import make_corpus, tree, write_jsonl
 
 
 def without_stage(t: dict) -> dict:
@@ -215,30 +204,13 @@ def test_sigterm_mid_write_cleans_up_as_ctrl_c(tmp_path):
     if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
         pytest.skip("Java is not installed")
     corpus = write_jsonl(tmp_path / "c.jsonl", make_corpus(originals=1500, copies=500, words=60, seed=5))
-    out = tmp_path / "out"
-    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
-    before = tree(out)
-    ev = tmp_path / "events"
-    ev.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
-                          corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
-                         start_new_session=True)  # (its JVM and Python workers in its process group)
-    caught = None
-    try:
-        deadline = time.monotonic() + 600
-        while p.poll() is None and time.monotonic() < deadline:
-            st = stages(out)
-            if st and os.path.isdir(out / st[0] / "clusters.parquet"):  # Spark's first write under way
-                p.send_signal(signal.SIGTERM)
-                caught = st[0]
-                break
-            time.sleep(0.005)
-        _, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    p, out, before, ev = _spark_dedup(corpus, tmp_path)
+
+    def writing():  # Spark's first write under way: the staging directory it writes into
+        st = stages(out)
+        return st[0] if st and os.path.isdir(out / st[0] / "clusters.parquet") else None
+
+    caught, err = _signal_when(p, writing, lambda: p.send_signal(signal.SIGTERM))
     assert caught, f"the run ended (rc {p.returncode}) before its staging directory was seen: {err}"
     assert p.returncode == 143, err
     lines = err.strip().splitlines()
@@ -306,36 +278,25 @@ def test_ctrl_c_mid_write_cancels_the_runs_jobs_and_cleans_up(tmp_path):
     for d in docs:  # (a field the run does not read but writes back: the kept.jsonl job lasts)
         d["body_html"] = "<p>" + "x" * 40_000 + "</p>"
     corpus = write_jsonl(tmp_path / "c.jsonl", docs)
-    out = tmp_path / "out"
-    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
-    before = tree(out)
-    ev = tmp_path / "events"
-    ev.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
-                          corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
-                         start_new_session=True)  # (a process group of its own, as a terminal's foreground job)
+    p, out, before, ev = _spark_dedup(corpus, tmp_path)
     log = EventLog(ev)
-    hit = None
-    try:
-        deadline = time.monotonic() + 600
-        while p.poll() is None and time.monotonic() < deadline:
-            st = stages(out)
-            if st and os.path.isdir(out / st[0] / "kept.jsonl"):  # the kept.jsonl write under way
-                log.poll()
-                running = [j for j, x in log.jobs().items() if x["end"] is None]
-                if running:
-                    os.killpg(p.pid, signal.SIGINT)
-                    hit = max(running)
-                    break
-            time.sleep(0.005)
-        _, err = p.communicate(timeout=300)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+
+    def writing_kept():  # the kept.jsonl write under way: its running job
+        st = stages(out)
+        if st and os.path.isdir(out / st[0] / "kept.jsonl"):
+            log.poll()
+            running = [j for j, x in log.jobs().items() if x["end"] is None]
+            return max(running) if running else None
+        return None
+
+    hit, err = _signal_when(p, writing_kept, lambda: os.killpg(p.pid, signal.SIGINT))
     assert hit is not None, f"the run ended (rc {p.returncode}) before its kept.jsonl job was seen running: {err}"
     assert p.returncode == 130, err
+    # Left (seen once in CI, 2026-12-02): PySpark's daemon workers run in a process group of
+    # their own with the JVM's stderr; one whose task the cancel cut mid-write may print its
+    # failed flush (a BrokenPipeError traceback from pyspark/daemon.py) after neardup's line.
+    # Only that exact block is set aside; anything else still fails (docs/spark.md).
+    err = _DAEMON_BROKEN_PIPE.sub("", err)
     lines = err.strip().splitlines()
     assert lines[-1] == "neardup: interrupted", err
     assert sum("interrupted" in x for x in lines) == 1, err
@@ -379,6 +340,51 @@ def _group_gone(pgid: int, timeout: float = 60) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"processes of the command's group {pgid} still running {timeout} s after it ended")
+
+
+_DAEMON_BROKEN_PIPE = re.compile(
+    r"Traceback \(most recent call last\):\n(?:  File \"[^\"]*pyspark/daemon\.py\", line \d+, in \w+\n)+"
+    r"BrokenPipeError: \[Errno 32\] Broken pipe\n")
+
+
+def _signal_when(p: subprocess.Popen, ready, send) -> tuple:
+    """Poll `ready()` every 5 ms while `p` runs (10 minutes at most); once it returns something,
+    `send()` the signal; then wait for `p` to end (killed if it does not). Returns what `ready`
+    returned (None: `p` ended first) and `p`'s stderr."""
+    hit = None
+    try:
+        deadline = time.monotonic() + 600
+        while p.poll() is None and time.monotonic() < deadline:
+            hit = ready()
+            if hit is not None:
+                send()
+                break
+            time.sleep(0.005)
+        _, err = p.communicate(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return hit, err
+
+
+def _spark_dedup(corpus, tmp_path) -> tuple:
+    """`neardup dedup --engine spark` started on `corpus` into tmp_path/out, which holds a
+    previous run's outputs, Spark's event log in tmp_path/events, in a process group of its own
+    (its JVM and Python workers with it, as a terminal's foreground job: a signal to the group
+    reaches them all). Returns the process, out, out's tree before, the event log directory."""
+    out = tmp_path / "out"
+    _previous_run(out, ["clusters.parquet", "pairs.parquet", "kept.jsonl", "report.json"])
+    before = tree(out)
+    ev = tmp_path / "events"
+    ev.mkdir()
+    return subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
+                             corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
+                            start_new_session=True,
+                            # SIGINT as a terminal's foreground job has it (a test run in the
+                            # background of a non-interactive shell inherits it ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)), out, before, ev
 
 
 def _event_log_args(d) -> str:

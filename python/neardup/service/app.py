@@ -553,18 +553,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
         if refused is not None:
             return refused
         typed = idx.typed_ids([doc_id]).get(doc_id, doc_id)  # (the id as it was given, for the answer)
-        try:  # durable (--sync full too) before the answer
-            n = await _written(writer.remove(doc_id), deadline, "remove")
-        except DocumentNotFoundError as exc:
-            return _err(404, "not_found", str(exc))
-        except ScrubIncompleteError as exc:  # removed (committed, durable), its text not yet overwritten
-            return _err(507, "scrub_incomplete", str(exc))
-        except NeardupError as exc:
-            refused = _writer_error(exc)
-            if refused is None:
-                raise
-            return refused
-        return {"removed": n, "id": typed}
+        n = await _removed(writer.remove(doc_id), deadline)
+        return n if isinstance(n, JSONResponse) else {"removed": n, "id": typed}
 
     @app.post("/v1/removals", response_model=RemovalOut, responses=ERR,
               summary="Remove articles by id and/or by age (eviction in bounded steps)")
@@ -582,19 +572,8 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             older_than_seconds(body.older_than)  # refused here, before the writer sees it
         except InvalidParameterError as exc:
             return _err(422, "invalid_request", str(exc), [{"where": "body.older_than", "problem": str(exc)}])
-        try:  # durable (--sync full too) before the answer
-            out = await _written(writer.remove_many(list(body.ids), body.older_than, body.limit, body.scrub),
-                                 deadline, "remove")
-        except DocumentNotFoundError as exc:
-            return _err(404, "not_found", str(exc) + "; nothing was removed")
-        except ScrubIncompleteError as exc:
-            return _err(507, "scrub_incomplete", str(exc))
-        except NeardupError as exc:
-            refused = _writer_error(exc)
-            if refused is None:
-                raise
-            return refused
-        return out
+        return await _removed(writer.remove_many(list(body.ids), body.older_than, body.limit, body.scrub),
+                              deadline, "; nothing was removed")
 
     @app.get("/v1/clusters", response_model=list[ClusterCard], responses=ERR, summary="Recent stories with copies")
     def recent(request: Request, limit: int = Query(24, ge=1, le=500), snippets: bool = True):
@@ -829,6 +808,23 @@ LATE = {"add": "whether this request's add went in is unknown (the writer may st
         "dry_run": "a dry run writes nothing: retry it later",
         "remove": "whether the removal went in is unknown (the writer may still do it; a removal that went in "
                   "answers 404 when retried)"}
+
+
+async def _removed(fut, deadline: _Deadline | None, not_found: str = ""):
+    """A removal's answer (DELETE /v1/documents/{id}, POST /v1/removals), durable (--sync full
+    too) before it is given; or the error response: 404 for an id not in the index, 507 for
+    a removal committed whose texts were not yet overwritten, the writer's 503s."""
+    try:
+        return await _written(fut, deadline, "remove")
+    except DocumentNotFoundError as exc:
+        return _err(404, "not_found", str(exc) + not_found)
+    except ScrubIncompleteError as exc:  # removed (committed, durable), its text not yet overwritten
+        return _err(507, "scrub_incomplete", str(exc))
+    except NeardupError as exc:
+        refused = _writer_error(exc)
+        if refused is None:
+            raise
+        return refused
 
 
 async def _written(fut, deadline: _Deadline | None = None, what: str = "add"):
