@@ -18,10 +18,7 @@ What cannot spill, and so sets the minimum for an input:
 What spills, in the order the run meets it: the rows the candidate stage reads (band keys,
 signatures or fingerprints: to a file, ``pipeline.store``), the band sort (to partition files,
 ``pipeline.candidates``), the held shingle sets of verification (into more re-read passes,
-``pipeline.reread``); and a re-read reads fewer records at a time when a whole batch does not fit
-(``run._reread_budget``: the first pass's figure keeps room for a whole batch, and what it could
-not know, the candidate pairs among it, comes out of that room rather than refusing a limit at
-the figure). When even the minimum is more than the limit, the run stops early with
+``pipeline.reread``). When even the minimum is more than the limit, the run stops early with
 :class:`MemoryLimitError`, which says how much this input needs.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -463,8 +463,8 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     with log.stage("verify") as st:
         if opts.verify == "exact":
             vbar = _progress(opts.progress, "verify: re-read candidates", total=len(np.unique(cand_docs)))
-            budget, ropts = _reread_budget(mem, "verify", cand_docs, ntok_all, opts, n, sources)
-            sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, ropts, budget=budget,
+            sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
+                                         budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n, sources),
                                          size=set_size, progress=vbar)
             if vbar is not None:
                 vbar.close()
@@ -845,43 +845,18 @@ def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
 
 
 def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.ndarray, opts: DedupOptions,
-                   n_later: int, sources: list[Source]) -> tuple[int | None, DedupOptions]:
+                   n_later: int, sources: list[Source]) -> int | None:
     """Bytes the held shingle sets of a re-read may take: what is free now, less the re-read's
     own working memory (the inputs' read buffers among it: one input is read at a time) and
-    what the clusters stage will need (`n_later` documents); and the options to re-read with.
-
-    The re-read reads `opts.batch_size` records at a time while that batch (of the largest
-    documents) and the largest set fit in what is free; when they do not, it reads fewer at a
-    time, as many as fit, down to one. The stage refuses the limit only when one record does
-    not fit. The first pass's figure (FirstPassGuard.needs) keeps room for a whole batch; what it
-    cannot know, the candidate pairs (found after it) and what the allocator holds beyond its
-    model, comes out of that batch first, so that a limit at the figure is not refused here for
-    a few MiB (200k articles: refused at 139M with "needs at least about 142.6 MiB", after a
-    first pass that reported 138.2)."""
+    what the clusters stage will need (`n_later` documents)."""
     if not mem.limited:
-        return None, opts
+        return None
     wanted = np.unique(pairs)
-    nt = ntok[wanted]
-    reads = read_buffer_bytes(sources)
-
-    def work(batch: int) -> int:
-        return working_bytes(nt, len(pairs), batch, opts.k, reads)
-
-    biggest = int(set_bytes_estimate(nt, opts.k).max()) if len(wanted) else 0
-    free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work(1) + biggest,
-                     "one re-read record, the pairs, the input's read buffer and the largest shingle set")
-    batch = opts.batch_size
-    if work(batch) + biggest > free:  # the largest batch that fits (work grows with it)
-        lo, hi = 1, batch
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if work(mid) + biggest <= free:
-                lo = mid
-            else:
-                hi = mid - 1
-        batch = lo
-    mem.checks[-1]["reread_batch"] = batch
-    return free - work(batch), (opts if batch == opts.batch_size else replace(opts, batch_size=batch))
+    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_buffer_bytes(sources))
+    biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
+    free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
+                     "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")
+    return free - work
 
 
 def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts, mem, set_size,
@@ -902,8 +877,8 @@ def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, 
     rest = np.flatnonzero(np.isnan(out))
     if len(rest):
         vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(np.unique(pr[rest])))
-        budget, ropts = _reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0, sources)
-        sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, ropts, budget=budget,
+        sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, opts,
+                                 budget=_reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0, sources),
                                  size=set_size, progress=vbar)
         if vbar is not None:
             vbar.close()
