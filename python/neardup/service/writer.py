@@ -122,23 +122,21 @@ class GroupWriter:
         return self._pool().submit(self._remove_many, ids, older_than, limit, scrub)
 
     def _remove_many(self, ids: list, older_than, limit: int | None, scrub: bool = True) -> dict:
-        with self.lock:
-            self.lock_holder = threading.get_native_id()
-            try:
-                n = self.index.remove(ids, older_than=older_than, limit=limit, scrub=scrub)
-            except ScrubIncompleteError:
-                self.index.make_durable()
-                raise
-            self.index.make_durable()
+        n = self._remove_durably(ids, older_than=older_than, limit=limit, scrub=scrub)
         # (a read, after the lock: with nothing older left it scans every row, which no add
         # need wait for)
         return {"removed": n, "more": self.index.older_remain(older_than)}
 
     def _remove(self, doc_id) -> int:
+        return self._remove_durably([doc_id])
+
+    def _remove_durably(self, ids: list, **kw) -> int:
+        """Index.remove under the writer's lock, durable (sync="group" included) before it
+        returns, also when the removal is committed but its texts not yet overwritten."""
         with self.lock:
             self.lock_holder = threading.get_native_id()
             try:
-                n = self.index.remove([doc_id])
+                n = self.index.remove(ids, **kw)
             except ScrubIncompleteError:
                 self.index.make_durable()  # the removal is committed: durable before the answer too
                 raise
