@@ -23,6 +23,7 @@ from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 from neardup.io.writers import atomic_open
 from neardup.pipeline.verify import HashSets, self_join, verify_exact
+from neardup import _sets
 
 __all__ = ["GroundTruth", "ground_truth", "containment_join", "evaluate"]
 
@@ -144,9 +145,9 @@ def containment_join(sets: HashSets, threshold: float, threads: int | None = Non
         sx, sy = sizes[xs], sizes[ys]
         keep = (sy > sx) | ((sy == sx) & (ys > xs))
         a, b = np.minimum(xs[keep], ys[keep]), np.maximum(xs[keep], ys[keep])
-        keys.append(np.unique(a * n + b))
+        keys.append(_sets.unique(a * n + b))
         lo = hi
-    cand = np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    cand = _sets.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
     if not len(cand):
         return empty
     pairs = np.stack([cand // n, cand % n], axis=1)
@@ -249,7 +250,7 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
         "reported_pairs_true": int((rj >= t).sum()),
         "pair_precision": float((rj >= t).mean()) if len(rj) else 1.0,
         f"reported_pairs_min_{measure}": float(rj.min()) if len(rj) else None,
-        "clusters_true": int(len(np.unique(true_labels)) - int((np.bincount(true_labels) == 1).sum())),
+        "clusters_true": int(len(_sets.unique(true_labels)) - int((np.bincount(true_labels) == 1).sum())),
         "clusters_predicted": int(len({int(x) for x in pred if x >= n})),
         "pairwise_precision": pw["precision"],
         "pairwise_recall": pw["recall"],

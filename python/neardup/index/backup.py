@@ -119,7 +119,7 @@ def _attempt(directory: str, db: str, stage: str) -> dict:
     conn = sqlite3.connect(os.path.join(stage, store.DB_NAME), isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
-        gen = int(dict(conn.execute("SELECT key, value FROM meta WHERE key = 'generation'"))["generation"])
+        gen = store.generation(conn)
         segments = conn.execute("SELECT file, bytes FROM segments").fetchall()
         texts = conn.execute("SELECT file, name, committed FROM text_files").fetchall()
         scrubs = conn.execute("SELECT file, offset, length FROM scrubs").fetchall() if _has(conn, "scrubs") else []
@@ -210,7 +210,7 @@ def _generation(db: str) -> int | None:
     try:
         conn = store.connect(db, readonly=True)
         try:
-            return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+            return store.generation(conn)
         finally:
             conn.close()
     except Exception:

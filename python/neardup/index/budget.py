@@ -32,6 +32,7 @@ from typing import Callable
 import numpy as np
 
 from neardup import _core
+from neardup import _sets
 
 __all__ = ["PAIRS_PER_DOCUMENT", "CANDIDATES_PER_CLUSTER", "archive_rounds", "rounds_needed", "kept_pairs"]
 
@@ -117,7 +118,7 @@ def kept_pairs(n: int, ci: np.ndarray, cd: np.ndarray, sims_a: np.ndarray, bp: n
     # the forest: nodes are the batch's documents and the archive clusters touched
     ex_cl = _cluster_of(arch_exact[ae], meta) if len(ae) else np.zeros(0, np.int64)
     cd_cl = _cluster_of(cd, meta)
-    touched = np.unique(np.concatenate([ex_cl, cd_cl]))
+    touched = _sets.unique(np.concatenate([ex_cl, cd_cl]))
     fixed = np.concatenate([np.stack([ae, n + np.searchsorted(touched, ex_cl)], axis=1),
                             np.stack([batch_exact[be], be], axis=1)]).astype(np.int64).reshape(-1, 2)
     edges = np.concatenate([np.stack([ci, n + np.searchsorted(touched, cd_cl)], axis=1), bp]).astype(np.int64)

@@ -18,6 +18,7 @@ from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
+from neardup import _sets
 
 __all__ = ["Const", "insert_columns", "SMALL"]
 
@@ -60,7 +61,7 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
     code = np.zeros(n, np.int64)
     for bit, j in enumerate(nullable):
         code |= np.fromiter(map(is_, columns[j], repeat(None, n)), bool, n).astype(np.int64) << bit
-    groups = np.unique(code)
+    groups = _sets.unique(code)
     for g in groups.tolist():
         nulls = {j for bit, j in enumerate(nullable) if g >> bit & 1}
         parts, bound = [], []

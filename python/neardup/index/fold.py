@@ -59,6 +59,7 @@ import numpy as np
 from neardup.index import store
 from neardup.index.errors import FileGoneError
 from neardup.index.segment import Postings, write_segment
+from neardup import _sets
 
 __all__ = ["BACKSTOP", "MERGE_FACTOR", "Prepared", "prepare", "commit", "abandon", "fold_once", "Folder",
            "tail_to_merge"]
@@ -140,7 +141,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
             # these list are needed by no file once the merge has dropped their postings
             listed_docs = np.concatenate([x for part in parts
                                           for x in ((part.exact[1], part.bands[0][1]) if bands else (part.exact[1],))])
-            dropped = np.unique(tomb[np.isin(tomb, listed_docs)])
+            dropped = _sets.unique(tomb[_sets.isin(tomb, listed_docs)])
             del listed_docs
         if parts:
             p = Postings.merge(parts + [p], bands, tomb)
@@ -247,7 +248,7 @@ def commit(ix, pf: Prepared, gradual: bool = False) -> bool:
                     # removed while level 0 was being read: their rows are gone, their postings
                     # (kept in pf.l0's map) are dropped by the tombstones at lookup
                     d = np.fromiter(pf.l0.docs, np.int64, len(pf.l0.docs))
-                    pf.l0.docs.difference_update(d[np.isin(d, st.tombstones)].tolist())
+                    pf.l0.docs.difference_update(d[_sets.isin(d, st.tombstones)].tolist())
                 gone = set(pf.replaces)
                 kept = [x for x in st.segments if x[0] not in gone]
                 tomb = np.setdiff1d(st.tombstones, pf.dropped, assume_unique=True) if len(pf.dropped) else st.tombstones

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 import neardup
+from neardup import _sets
 
 __all__ = ["SMALL_PLAN", "first_in_archive", "first_in_archive_few", "first_in_batch", "first_in_batch_few",
            "unique_pairs", "unique_pairs_few", "join", "join_few", "group", "group_few", "pair_rows",
@@ -73,7 +74,7 @@ def first_in_batch_few(ek: np.ndarray, rest: np.ndarray, n: int) -> np.ndarray:
 
 def unique_pairs(ci: np.ndarray, cd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each (batch document, archive document) once, sorted; both < 2^32."""
-    u = np.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
+    u = _sets.unique((ci.astype(np.uint64) << np.uint64(32)) | cd.astype(np.uint64))
     return (u >> np.uint64(32)).astype(np.int64), (u & np.uint64(0xFFFFFFFF)).astype(np.int64)
 
 
@@ -99,7 +100,7 @@ def join(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> 
         return m_cl[np.searchsorted(m_docs, d)] if len(d) else np.zeros(0, np.int64)
 
     c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
-    touched = np.unique(np.concatenate([c_ae, c_cd]))
+    touched = _sets.unique(np.concatenate([c_ae, c_cd]))
     e = np.concatenate([
         np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
         np.stack([batch_exact[be], be], axis=1),
@@ -184,8 +185,8 @@ def pair_rows(ci: np.ndarray, cd: np.ndarray, bp: np.ndarray) -> tuple[np.ndarra
     """The items a verification needs, batch documents (sorted) then archive ones (sorted), and
     each candidate pair, (ci, cd) then `bp`, as a pair of rows of that list of items. Returns
     (batch documents as an array, as a list, archive documents, the pairs of rows)."""
-    batch_need = np.unique(np.concatenate([ci, bp.reshape(-1)]))
-    arch_need = np.unique(cd)
+    batch_need = _sets.unique(np.concatenate([ci, bp.reshape(-1)]))
+    arch_need = _sets.unique(cd)
     nb = len(batch_need)
     pa = np.stack([np.searchsorted(batch_need, ci), nb + np.searchsorted(arch_need, cd)], axis=1).reshape(-1, 2)
     pb = np.searchsorted(batch_need, bp).reshape(-1, 2)

@@ -31,6 +31,11 @@ from neardup.index.intake import sign
 from neardup.index.plan_steps import nan_if_none
 from neardup.simhash import hamming
 from neardup.index.errors import few
+from neardup import _sets
+
+# A document's age: its publication time, or when it was added if it came without one
+# (remove's selection and older_remain's question must agree on it).
+_OLDER = "COALESCE(published_at, added_at) < ?"
 
 __all__ = ["Removal", "older_than_seconds", "parse_age"]
 
@@ -117,7 +122,7 @@ class Removal:
             if cutoff is not None:
                 # (in document order, which the scan follows: a limit stops it early)
                 docs.update(r[0] for r in conn.execute(
-                    "SELECT doc FROM documents WHERE COALESCE(published_at, added_at) < ? ORDER BY doc"
+                    f"SELECT doc FROM documents WHERE {_OLDER} ORDER BY doc"
                     + (" LIMIT ?" if limit is not None else ""), (cutoff,) if limit is None else (cutoff, limit)))
             if not docs:
                 return 0
@@ -129,7 +134,7 @@ class Removal:
         cutoff = older_than_seconds(older_than)
         if cutoff is None:
             return False
-        return self._conn().execute("SELECT EXISTS (SELECT 1 FROM documents WHERE COALESCE(published_at, added_at) < ?)",
+        return self._conn().execute(f"SELECT EXISTS (SELECT 1 FROM documents WHERE {_OLDER})",
                                     (cutoff,)).fetchone()[0] == 1
 
     def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
@@ -200,7 +205,7 @@ class Removal:
                     if j != i:
                         edges.append((j, i))
             lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
-            if self.config.store_text and len(np.unique(lab)) > 1:
+            if self.config.store_text and len(_sets.unique(lab)) > 1:
                 # split on the stored pairs, which are a budget of the verified ones (budget.py):
                 # the pairs across the parts that neardup dedup would verify, verified again
                 for i, j, sim in self._bridges(conn, rest, lab):
@@ -394,7 +399,7 @@ class Removal:
             fp[tok] = signed.sigs[:, 0]
         similarities = self._pair_measure(conn, ds, texts)
 
-        parent = {int(x): int(x) for x in np.unique(lab).tolist()}
+        parent = {int(x): int(x) for x in _sets.unique(lab).tolist()}
 
         def root(x: int) -> int:
             while parent[x] != x:
@@ -527,7 +532,7 @@ class Removal:
                 self._state = None
                 return
             st.l0.docs.difference_update(removed)
-            tomb = np.union1d(st.tombstones, np.asarray(removed, np.int64))
+            tomb = _sets.union(st.tombstones, np.asarray(removed, np.int64))
             self._state = State(gen, st.bands, st.segments, st.l0, tomb)
 
     def compact(self) -> dict:
@@ -539,7 +544,7 @@ class Removal:
             st = self._state_for(conn)
             parts = self._arrays(st) + [st.l0.postings(self.config.bands)]
             p = Postings.merge(parts, self.config.bands, st.tombstones)
-            p.docs = int(len(np.unique(np.concatenate([p.exact[1]] + [b[1] for b in p.bands]))))
+            p.docs = int(len(_sets.unique(np.concatenate([p.exact[1]] + [b[1] for b in p.bands]))))
             name = None  # no live document (an empty index, or all removed): no segment, as a new index
             if p.docs:
                 name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"

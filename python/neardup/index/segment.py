@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.index.errors import FileGoneError, IndexCorruptError
+from neardup import _sets
 
 __all__ = ["Postings", "write_segment", "read_segment", "MAGIC", "END"]
 
@@ -69,7 +70,7 @@ class Postings:
             k = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.uint64)
             d = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.uint32)
             if drop is not None and len(drop) and len(d):
-                m = ~np.isin(d, drop)
+                m = ~_sets.isin(d, drop)
                 k, d = k[m], d[m]
             return _sorted(k, d)
 

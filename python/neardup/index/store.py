@@ -31,6 +31,7 @@ from neardup.errors import InvalidInputError
 from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
 from neardup.io.errors import OutputError
 from neardup.index.segment import Postings, read_segment
+from neardup import _sets
 
 #: 4: counts of documents, stories, clusters and text bytes in meta (counters.py);
 #: 3: table pending_texts (the texts of small fsynced adds, until the text log is fsynced);
@@ -158,6 +159,11 @@ def immediate(conn: sqlite3.Connection):
 def u2i(x: int) -> int:
     """uint64 -> the signed 64-bit integer with the same bits (SQLite integers are signed)."""
     return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def generation(conn: sqlite3.Connection) -> int:
+    """The index's generation (advanced by every commit that changes its files)."""
+    return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
 
 class Connection(sqlite3.Connection):
@@ -454,7 +460,7 @@ def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.
 def _live(qi: np.ndarray, d: np.ndarray, tomb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The (query index, document) pairs whose document is not tombstoned."""
     if len(tomb) and len(d):
-        m = ~np.isin(d, tomb)
+        m = ~_sets.isin(d, tomb)
         qi, d = qi[m], d[m]
     return qi, d
 

@@ -53,6 +53,7 @@ from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
 from neardup.pipeline.keepers import source_ranks
 from neardup.pipeline.options import DedupOptions as _Opts
+from neardup import _sets
 
 __all__ = [
     "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
@@ -513,8 +514,7 @@ def _grouped(table: pa.Table):
     u, v = u[keep], v[keep]
     if not len(u):
         return None
-    e = np.unique(np.stack([u, v], axis=1), axis=0)  # sorted by (u, v), duplicates gone
-    u, v = e[:, 0], e[:, 1]
+    u, v = _sets.unique_rows(u, v)  # sorted by (u, v), duplicates gone
     starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
     return u, v, starts
 

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from neardup import _core
 from neardup.simhash import block_keys, block_masks  # noqa: F401 - part of this module's kernels
+from neardup import _sets
 
 __all__ = ["block_masks", "block_keys", "first_shared_block", "simhash_candidates", "simhash_verify",
            "hamming_similarity"]
@@ -89,7 +90,7 @@ def simhash_candidates(table: pa.Table, params) -> pa.Table:
     out_rows: list[np.ndarray] = []
     out_band: list[np.ndarray] = []
     total = 0
-    for j in np.unique(band).tolist():
+    for j in _sets.unique(band).tolist():
         # one search over the block's rows of this table: pairs owned by block j agree on
         # block j, so they are pairs of one bucket; pairs of other blocks are dropped
         sel = np.flatnonzero(band == j)
@@ -97,7 +98,7 @@ def simhash_candidates(table: pa.Table, params) -> pa.Table:
         if not len(pairs):
             continue
         total += len(pairs)
-        out_rows.append(sel[np.unique(pairs)])
+        out_rows.append(sel[_sets.unique(pairs)])
         out_band.append(np.full(len(out_rows[-1]), j, np.int64))
     if not out_rows:
         rows, bands = np.zeros(0, np.int64), np.zeros(0, np.int64)

@@ -29,6 +29,7 @@ from neardup.io.readers import read_buffer_bytes
 from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
 from neardup.pipeline.reread import read_sets, set_bytes_estimate
 from neardup.pipeline.verify import HashSets
+from neardup import _sets
 
 __all__ = ["LargeBuckets", "spanning_pairs"]
 
@@ -59,7 +60,7 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
         return np.zeros((0, 2), np.int64), np.zeros(0), info
     found_e: list[np.ndarray] = []
     found_s: list[np.ndarray] = []
-    info["documents"] = int(len(np.unique(lb.members)))
+    info["documents"] = int(len(_sets.unique(lb.members)))
     read_bytes = read_buffer_bytes(sources) if sigs_of is None else 0
     for ks in _groups(lb, ntok, opts, mem, n, read_bytes):
         info["groups"] += 1
@@ -69,7 +70,7 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
         del so_far
         offs = lb.offsets[ks[0] : ks[-1] + 2] - lb.offsets[ks[0]]
         mem_docs = lb.members[lb.offsets[ks[0]] : lb.offsets[ks[-1] + 1]]
-        local_docs = np.unique(mem_docs)  # input order
+        local_docs = _sets.unique(mem_docs)  # input order
         local = np.searchsorted(local_docs, mem_docs).astype(np.uint32)
         seed = labels[local_docs]
         del labels

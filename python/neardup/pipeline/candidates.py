@@ -12,6 +12,7 @@ import numpy as np
 from neardup import _core
 from neardup.errors import InvalidParameterError
 from neardup.pipeline.store import private_dir, spill_error
+from neardup import _sets
 
 __all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
 
@@ -184,7 +185,7 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                     g = r[local].astype(np.int64)  # local i < j means row r[i] < r[j]
                     codes.append(g[:, 0] * n + g[:, 1])
             if codes:  # merged band by band: a pair found in several bands is held once
-                found = np.union1d(found, np.concatenate(codes))
+                found = _sets.union(found, np.concatenate(codes))
     info.update({"external_sort": True, "partitions_per_band": parts})
     return np.stack([found // n, found % n], axis=1).astype(np.uint32)
 

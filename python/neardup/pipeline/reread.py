@@ -17,6 +17,7 @@ import numpy as np
 
 from neardup.io.records import check_record
 from neardup.pipeline.verify import HashSets, verify_exact
+from neardup import _sets
 
 __all__ = ["RereadStats", "read_sets", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
 
@@ -121,7 +122,7 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
     free_order = a_set[np.argsort(a_last, kind="stable")].tolist()
     free_at = np.sort(a_last).tolist()
     f = 0  # next a-set (by last use) to free
-    wanted = np.union1d(a_set, b)  # sorted document indices: input order
+    wanted = _sets.union(a_set, b)  # sorted document indices: input order
     held: dict[int, np.ndarray] = {}
     p = 0  # next pair (in b order) to check
     batch_docs: list[int] = []
@@ -141,7 +142,7 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
         q = int(np.searchsorted(b, top, side="right"))
         if q > p:
             pa, pb = a[p:q], b[p:q]
-            ids = np.unique(np.concatenate([pa, pb]))
+            ids = _sets.unique(np.concatenate([pa, pb]))
             here = dict(zip(batch_docs, hashes))
             arrays = [held[d] if d in held else here[d] for d in ids.tolist()]
             local = np.stack([np.searchsorted(ids, pa), np.searchsorted(ids, pb)], axis=1)

@@ -47,6 +47,7 @@ from neardup.pipeline.reread import set_bytes_estimate, verify_reread, working_b
 from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.store import RowStore, join_freeing
 from neardup.pipeline.verify import estimate_pairs
+from neardup import _sets
 
 __all__ = ["DedupResult", "run", "MAX_SKIPPED_LISTED"]
 
@@ -394,7 +395,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     held: list[np.ndarray] = [exact_key, rep_of, ntok_all, sig_doc]  # what later stages account
     mem.held = lambda: docs.nbytes() + store.ram_bytes + sum(a.nbytes for a in held)
     exact_dups = np.flatnonzero(rep_of != np.arange(n))
-    exact_groups = len(np.unique(rep_of[exact_dups]))
+    exact_groups = len(_sets.unique(rep_of[exact_dups]))
     log.stages[-2].count = int(len(exact_dups))
     log.stages[-1].count = int(len(sig_doc))
     times = docs.times_array()
@@ -462,7 +463,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     reread_info: dict = {}
     with log.stage("verify") as st:
         if opts.verify == "exact":
-            vbar = _progress(opts.progress, "verify: re-read candidates", total=len(np.unique(cand_docs)))
+            vbar = _progress(opts.progress, "verify: re-read candidates", total=len(_sets.unique(cand_docs)))
             sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
                                          budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n, sources),
                                          size=set_size, progress=vbar)
@@ -851,7 +852,7 @@ def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.nd
     what the clusters stage will need (`n_later` documents)."""
     if not mem.limited:
         return None
-    wanted = np.unique(pairs)
+    wanted = _sets.unique(pairs)
     work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_buffer_bytes(sources))
     biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
     free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
@@ -876,7 +877,7 @@ def _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, 
         out[hit] = near_sims[order][pos[hit]]
     rest = np.flatnonzero(np.isnan(out))
     if len(rest):
-        vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(np.unique(pr[rest])))
+        vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(_sets.unique(pr[rest])))
         sims, st = verify_reread(sources, docs, pr[rest], signer, fields, limits, opts,
                                  budget=_reread_budget(mem, "keeper similarities", pr[rest], ntok_all, opts, 0, sources),
                                  size=set_size, progress=vbar)

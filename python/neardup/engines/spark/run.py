@@ -801,11 +801,11 @@ def _exact_pass(t: pa.Table) -> pa.Table:
     """``exact_groups`` on a partition holding whole exact-key groups, plus ``lead``: the row
     is the representative of a group of two or more (so the groups are counted by a sum,
     without a distinct count and its extra shuffle)."""
-    import numpy as np
+    from neardup import _sets
 
     g = K.exact_groups(t.select(["pos", "xkey", "ntok"]))
     pos, rep = g.column("pos").to_numpy(), g.column("rep").to_numpy()
-    lead = np.isin(pos, rep[rep != pos])
+    lead = _sets.isin(pos, rep[rep != pos])
     return _append(t, g, ["rep"]).append_column("lead", pa.array(lead, pa.bool_()))
 
 
