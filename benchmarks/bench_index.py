@@ -665,12 +665,14 @@ def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = Fal
     if cold and not res["cold"]:
         print("could not drop the page cache (not root?): the run is warm", flush=True)
     res["load_average_before_day"] = os.getloadavg()
+    h0 = (host_cpu(), 0.0)
     dt, out = neardup("index", "add", d, day, "--json")
+    res["day_add_host_cpu"] = host = cpu_shares(h0, (host_cpu(), 0.0))
     res["day_add_s"] = dt
     res["day_add_cpu_s"] = CPU[-1]
     res["day_add"] = json.loads(out.strip().splitlines()[-1])
     print(f"day's add of {n_day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
-          f"load average {os.getloadavg()}", flush=True)
+          f"load average {os.getloadavg()}; host steal {host['steal']:.1%}, idle {host['idle']:.1%}", flush=True)
     if res["cold"]:
         drop_page_cache()
     res["day_add_stages"] = stage_breakdown(tmp, day)
