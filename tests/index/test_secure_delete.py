@@ -87,3 +87,65 @@ def test_a_removed_text_leaves_no_copy_in_the_database_file(tmp_path):
         with open(os.path.join(d, name), "rb") as f:
             data = f.read()
         assert short not in data and long_ not in data, name
+
+
+def test_a_removed_text_leaves_no_copy_in_the_wal_while_the_index_stays_open(tmp_path):
+    """While the index stays open (the service's writer holds it for its whole life), the WAL
+    file keeps the frames of earlier commits until they are overwritten: the frame that
+    inserted a small add's ``pending_texts`` row held the text after its scrubbing remove had
+    zeroed it everywhere else. A scrubbing remove now ends with a truncating checkpoint."""
+    d = str(tmp_path / "ix")
+    marker = b"zqxwalconfidential"
+    with Index.create(d) as ix:
+        ix.add(_docs(50, "keep-"))
+    with Index.open(d, sync="full") as ix:
+        ix.add([{"id": "w1", "text": (marker.decode() + " ") * 40}])  # a small add: a pending row
+        conn = ix._writer()
+        assert conn.execute("SELECT count(*) FROM pending_texts").fetchone()[0] == 1
+        with open(os.path.join(d, "index.sqlite-wal"), "rb") as f:
+            assert marker in f.read()  # (the premise: the row's frame is in the WAL)
+        assert ix.remove(["w1"]) == 1
+        assert ix.get_document("keep-00007")["id"] == "keep-00007"
+        for name in os.listdir(d):  # the index still open: the WAL file as the service leaves it
+            with open(os.path.join(d, name), "rb") as f:
+                assert marker not in f.read(), name
+
+
+def test_a_reader_holding_the_wal_delays_its_truncation_to_the_checkpoint_thread(tmp_path):
+    """A reader in a read transaction keeps the WAL's frames: the remove does not wait for it
+    (100 ms at most, under the writer lock), and the service's checkpoint thread truncates
+    the WAL once the reader lets go."""
+    import time
+
+    from neardup.service.writer import Checkpointer
+
+    d = str(tmp_path / "ix")
+    marker = b"zqxheldconfidential"
+    with Index.create(d) as ix:
+        ix.add(_docs(50, "keep-"))
+    with Index.open(d, sync="full") as ix:
+        ix.add([{"id": "h1", "text": (marker.decode() + " ") * 40}])
+        reader = sqlite3.connect(os.path.join(d, "index.sqlite"), isolation_level=None)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM documents").fetchone()[0] == 51  # its snapshot
+        t0 = time.monotonic()
+        assert ix.remove(["h1"]) == 1
+        assert time.monotonic() - t0 < 5
+        assert ix.scrub_wal() is False  # still held
+        with open(os.path.join(d, "index.sqlite-wal"), "rb") as f:
+            assert marker in f.read()
+        cp = Checkpointer(ix, every=0.05, wal_max=None)
+        try:
+            reader.execute("COMMIT")
+            reader.close()
+            deadline = time.monotonic() + 10
+            while ix._wal_scrub_due and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert not ix._wal_scrub_due
+        finally:
+            cp.close()
+        assert ix.scrub_wal() is True
+        for name in os.listdir(d):
+            with open(os.path.join(d, name), "rb") as f:
+                assert marker not in f.read(), name
+        assert ix.get_document("keep-00003")["id"] == "keep-00003"

@@ -91,6 +91,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         self.signer = Signer(self.opts)
         self._lock = WriterLock(directory)
         self._wlock = threading.RLock()
+        self._wal_scrub_due = False  # a scrubbing remove's WAL truncation still to do (removal.scrub_wal)
         self._local = threading.local()
         self._wconn: sqlite3.Connection | None = None
         self._segcache = SegmentCache(directory)

@@ -24,7 +24,7 @@ from neardup.index.errors import DocumentNotFoundError, ScrubIncompleteError
 from neardup.index.segment import Postings, write_segment
 from neardup.index.holes import zero_range
 from neardup.index import counters
-from neardup.index.store import State, immediate
+from neardup.index.store import State, immediate, truncate_wal
 from neardup.pipeline.keepers import pick_keepers, source_ranks
 from neardup.pipeline.verify import HashSets, verify_exact
 from neardup.index.intake import sign
@@ -301,7 +301,25 @@ class Removal:
                 raise ScrubIncompleteError(
                     f"removed {len(gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
                     "the next writer to open the index finishes it") from exc
+        if scrub:
+            # The WAL file keeps earlier commits' frames until they are overwritten, and one of
+            # them may hold a removed text (the insert of its pending_texts row: pending.py) or
+            # row: emptied now, or, a reader holding it back, by the service's checkpoint thread
+            # (scrub_wal); a closing last connection deletes the file anyway
+            self._wal_scrub_due = True
+            self.scrub_wal()
         return len(gone)
+
+    def scrub_wal(self) -> bool:
+        """Truncate the SQLite WAL if a scrubbing remove left frames of earlier commits in it
+        (which may hold removed texts or rows); True when nothing is due any more. Takes the
+        writer lock; waits at most 100 ms for readers (store.truncate_wal)."""
+        if not self._wal_scrub_due:
+            return True
+        with self._wlock:
+            if self._wal_scrub_due and self._wconn is not None and truncate_wal(self._wconn):
+                self._wal_scrub_due = False
+            return not self._wal_scrub_due
 
     def _merged_moves(self, conn, affected: list[int], members: dict[int, list[dict]], gone: set[int],
                       doc_updates: list[tuple], now: float) -> list[tuple[int | None, int | None, float, int]]:
@@ -594,14 +612,9 @@ class Removal:
                     os.unlink(os.path.join(self.directory, f))
                 except OSError:
                     pass
-            # the WAL emptied where no reader holds it back; a reader in a read transaction
-            # (an export beside) made this wait out the 30 s busy timeout under the writer
-            # lock, for nothing: the checkpoint is not needed, the next writer's does it
-            conn.execute("PRAGMA busy_timeout = 100")
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                conn.execute("PRAGMA busy_timeout = 30000")
+            # the WAL emptied where no reader holds it back (a reader in a read transaction,
+            # an export beside, made this wait out the 30 s busy timeout until 2026-12-01)
+            truncate_wal(conn)
             return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": int(name is not None)}
 
 

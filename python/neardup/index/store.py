@@ -166,6 +166,22 @@ def generation(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
 
+def truncate_wal(conn: sqlite3.Connection, wait_ms: int = 100) -> bool:
+    """Copy the whole WAL into the database file and truncate the WAL to nothing (a checkpoint
+    TRUNCATE) on the writer's connection, waiting at most `wait_ms` for readers in a read
+    transaction; True when it did. A reader that keeps its snapshot longer (a paused export)
+    would otherwise hold the writer lock for SQLite's 30 s busy timeout, for nothing: the next
+    writer's checkpoint does it."""
+    conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy == 0
+    except sqlite3.OperationalError:  # busy before it started
+        return False
+    finally:
+        conn.execute("PRAGMA busy_timeout = 30000")
+
+
 class Connection(sqlite3.Connection):
     """sqlite3's connection, weakly referable: an Index lists the connections of its reader
     threads weakly, so that a thread's connection closes when the thread ends (a thread per

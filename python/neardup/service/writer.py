@@ -423,6 +423,12 @@ class Checkpointer:
             self.index.sync_texts()
         except Exception:  # pragma: no cover - they stay durable in SQLite meanwhile
             pass
+        try:
+            # a scrubbing remove whose WAL truncation a reader held back: tried again here
+            # until it is done (index/removal.py scrub_wal)
+            self.index.scrub_wal()
+        except Exception:  # pragma: no cover - the next round tries again
+            pass
 
     def close(self) -> None:
         self._stop.set()
