@@ -211,15 +211,29 @@ def _parquet_recno(spark, df):
         offs.append((f, run))
         files.append((run + 1, _file_name(f)))
         run += c
-    offsets = spark.createDataFrame(offs, f"{_FILE_COL} STRING, {_OFF_COL} BIGINT")
-    numbered = (df.withColumn(_FILE_COL, path).withColumn(_ROW_COL, F.col("_metadata.row_index"))
-                .join(F.broadcast(offsets), _FILE_COL))
-    return numbered, (F.col(_OFF_COL) + F.col(_ROW_COL) + 1).cast("bigint"), files
+    fcol, rcol, ocol = _free_names(df.columns, _FILE_COL, _ROW_COL, _OFF_COL)
+    offsets = spark.createDataFrame(offs, f"`{fcol}` STRING, `{ocol}` BIGINT")
+    numbered = (df.withColumn(fcol, path).withColumn(rcol, F.col("_metadata.row_index"))
+                .join(F.broadcast(offsets), fcol))
+    return numbered, (F.col(ocol) + F.col(rcol) + 1).cast("bigint"), files
 
 
-#: the columns _parquet_recno adds (names no record column takes: the record columns are
-#: selected by reference, and these dropped, by ``raw``'s select)
+#: the columns _parquet_recno adds (dropped by ``raw``'s select, which takes the record columns
+#: by reference); a record column of one of these names makes them longer (_free_names): it
+#: was overwritten by the file's name, and the run failed on Spark's missing attribute
 _FILE_COL, _ROW_COL, _OFF_COL = "__neardup_file", "__neardup_row", "__neardup_off"
+
+
+def _free_names(taken, *names: str) -> list[str]:
+    """Each of `names`, with underscores added until it is none of `taken` (nor of the others)."""
+    used = {c.lower() for c in taken}  # (Spark resolves column names case-insensitively)
+    out = []
+    for n in names:
+        while n.lower() in used:
+            n += "_"
+        used.add(n.lower())
+        out.append(n)
+    return out
 
 
 def _file_name(hadoop_path: str) -> str:
