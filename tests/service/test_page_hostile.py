@@ -43,6 +43,12 @@ LONG = "x" * 3000
 BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 BIDI_IDS = [f"ab{c}cd{c}ef-{ord(c):x}" for c in BIDI_CONTROLS]
 BIDI_SOURCES = [f"src{c}(1){c}xy" for c in BIDI_CONTROLS]
+# invisible characters: "ab\u200bcd" and "abcd" looked the same; each shown as a box too
+INVISIBLE = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+INVISIBLE_IDS = [f"ab{c}cd-{ord(c):x}" for c in INVISIBLE]
+EMOJI_ID = "fam-\U0001F469\u200d\U0001F469\u200d\U0001F467-\u2764\ufe0f\u200d\U0001F525"  # joiners inside emoji sequences
+G = ("the museum will open a new wing next spring to show the paintings that were kept in storage for decades "
+     "while the roof of the east gallery was rebuilt")
 # grapheme clusters of more than one code point, each to straddle the service's cut of a snippet
 CLUSTERS = {"flag": "\U0001F1EB\U0001F1F7", "accent": "e\u0301",
             "zwj": "\U0001F469\u200d\U0001F469\u200d\U0001F467", "hangul": "\u1100\u1161\u11a8"}
@@ -109,6 +115,10 @@ def site(tmp_path_factory):
                           for n, (i, src) in enumerate(zip(BIDI_IDS, BIDI_SOURCES))])
             assert {x["cluster"] for x in r} == {r[0]["cluster"]} and r[0]["keeper"] == BIDI_IDS[0]
             stories["bidi"] = r[0]["cluster"]
+            r = _post(c, [{"id": i, "text": G + f" {n}", "published_at": n}
+                          for n, i in enumerate(INVISIBLE_IDS + [EMOJI_ID, "abcd"])])
+            assert {x["cluster"] for x in r} == {r[0]["cluster"]}
+            stories["invisible"] = r[0]["cluster"]
             stories["cut"] = {}
             for name, text in _cut_texts().items():
                 r = _post(c, [{"id": f"cut-{name}", "text": text, "published_at": 1},
@@ -370,11 +380,11 @@ COPIED = """(el) => {
 }"""
 
 
-def _reads_in_order(page, el, text: str) -> None:
-    """`el` (a <bdi> showing `text`) shows its code points left to right, each bidi control as
-    a visible box in its place, and copies as `text` itself."""
+def _reads_in_order(page, el, text: str, marked: str = BIDI_CONTROLS) -> None:
+    """`el` (a <bdi> showing `text`) shows its code points left to right, each bidi control (or
+    other `marked` character) as a visible box in its place, and copies as `text` itself."""
     shown = el.evaluate(READING)
-    expect = [f"ctl:\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text]
+    expect = [f"ctl:\\u{ord(c):04x}" if c in marked else c for c in text]
     assert [c for c, _, _ in shown] == expect, (text, shown)
     for (_, (t0, b0, x0), _), (_, (t1, b1, x1), _) in zip(shown, shown[1:]):  # each after the one before:
         same_line = min(b0, b1) > max(t0, t1)
@@ -410,6 +420,29 @@ def test_bidi_controls_in_ids_and_sources_read_in_order(site):
     assert h3.locator(".badge").bounding_box()["x"] > h3.locator("bdi").bounding_box()["x"]
     meta = _open_again.locator(".meta").inner_text()
     assert " · " in meta and "J=" in meta
+    assert errors == []
+
+
+def test_invisible_characters_in_ids_are_shown(site):
+    """Ids that differ by an invisible character (a zero-width space, a joiner, a BOM, a soft
+    hyphen, a filler) looked the same as each other and as "abcd": each such character is a box
+    of its own now, named on hover; a joiner inside an emoji sequence is left alone (the
+    sequence shows as one emoji)."""
+    s, browser, st = site
+    page, errors = _page(browser, s.url, viewport={"width": 1400, "height": 900})
+    _open(page, st["invisible"])
+    for ident in INVISIBLE_IDS:
+        c = ident[2]
+        member = page.locator(".member").filter(has=page.locator(f'[title^="U+{ord(c):04X} "]')).first
+        assert member.get_attribute("data-id") == ident
+        _reads_in_order(page, member.locator("h3 bdi"), ident, marked=INVISIBLE)
+        assert member.locator("h3 .ctl").get_attribute("title") == f"U+{ord(c):04X} {unicodedata.name(c)}"
+    plain = page.locator(".member").filter(has=page.locator("h3 bdi", has_text="abcd")).filter(
+        has_not=page.locator(".ctl"))
+    assert [m.get_attribute("data-id") for m in plain.all()] == ["abcd"]
+    emoji = page.locator(".member").filter(has=page.locator("h3 bdi", has_text="fam-"))
+    assert emoji.get_attribute("data-id") == EMOJI_ID
+    assert emoji.locator("h3 .ctl").count() == 0 and emoji.locator("h3 bdi").text_content() == EMOJI_ID
     assert errors == []
 
 

@@ -7,7 +7,9 @@ passages are the shingles the index compared. Every string of an article is show
 those inline among the page's own words are isolated (``<bdi>``) from its direction; an id's or a
 source's bidi controls (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F, U+061C) are shown as
 ``\u202e``-style marks and obey nothing, so an id reads in the order of its code points (its text
-in the page is still the id itself, for copying). A card's snippet (the keeper's first
+in the page is still the id itself, for copying); its invisible characters (U+200B..U+200D,
+U+2060..U+2064, U+FEFF, U+00AD and the fillers; not a joiner inside an emoji sequence) are shown
+so too, so that two ids that differ by one are told apart. A card's snippet (the keeper's first
 ``SNIPPET_CUT`` code points, cut by the service) ends on a grapheme boundary (Intl.Segmenter): a
 flag, an accented letter or an emoji sequence is shown whole or not at all. Integer ids past 2^53
 are read as their digits (JSON.parse's source text), not rounded as JavaScript numbers would be."""
@@ -88,13 +90,23 @@ function esc(s) {
 // they act on nothing, shown as their escape ("\u202e") with their name on hover. Without that,
 // "\u202eexe.txt" read "txt.exe": an id must read in the order of its code points, and a
 // person comparing two ids must see the invisible character that tells them apart.
-const BIDI_CONTROL = /\p{Bidi_Control}/gu;
-const BIDI_NAMES = {0x61c: "ARABIC LETTER MARK", 0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
+// Likewise the invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen,
+// fillers...): "ab\u200bcd" and "abcd" are two ids that looked the same. A zero-width joiner
+// right after an emoji (and its skin tone or presentation selector) is part of an emoji
+// sequence ("👩‍👩‍👧") and is left as it is.
+const MARKED = /\p{Bidi_Control}|(?<!\p{Extended_Pictographic}[\u{FE0F}\u{1F3FB}-\u{1F3FF}]?)\u200d|[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u2060-\u2064\u3164\ufeff\uffa0]/gu;
+const BIDI_NAMES = {0xad: "SOFT HYPHEN", 0x34f: "COMBINING GRAPHEME JOINER", 0x115f: "HANGUL CHOSEONG FILLER",
+  0x1160: "HANGUL JUNGSEONG FILLER", 0x17b4: "KHMER VOWEL INHERENT AQ", 0x17b5: "KHMER VOWEL INHERENT AA",
+  0x180e: "MONGOLIAN VOWEL SEPARATOR", 0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER",
+  0x200d: "ZERO WIDTH JOINER", 0x2060: "WORD JOINER", 0x2061: "FUNCTION APPLICATION", 0x2062: "INVISIBLE TIMES",
+  0x2063: "INVISIBLE SEPARATOR", 0x2064: "INVISIBLE PLUS", 0x3164: "HANGUL FILLER",
+  0xfeff: "ZERO WIDTH NO-BREAK SPACE", 0xffa0: "HALFWIDTH HANGUL FILLER",
+  0x61c: "ARABIC LETTER MARK", 0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
   0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
   0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE", 0x2066: "LEFT-TO-RIGHT ISOLATE",
   0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE"};
 function bdi(s) {
-  return "<bdi>" + esc(s).replace(BIDI_CONTROL, c => {
+  return "<bdi>" + esc(s).replace(MARKED, c => {
     const n = c.codePointAt(0), hex = n.toString(16).padStart(4, "0");
     return `<span class="ctl" data-cp="\\u${hex}" title="U+${hex.toUpperCase()} ${BIDI_NAMES[n] || ""}">${c}</span>`;
   }) + "</bdi>";
