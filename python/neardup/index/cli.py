@@ -80,6 +80,9 @@ def register(sub) -> None:
     q.add_argument("inputs", nargs="+", metavar="FILE", help="JSONL (.gz/.zst), Parquet, CSV, '-' for stdin")
     _fields_args(q)
     q.add_argument("--verdicts", metavar="FILE", help="write one verdict per document (JSONL) to FILE")
+    q.add_argument("--on-error", choices=["stop", "skip"], default="stop",
+                   help="a bad record, or an id the index holds or the batch repeats: stop, adding nothing "
+                        "(default), or skip it (each listed on stderr and in --json) and add the rest")
     _tuning_args(q, "for this add only; default: the index's")
     q.add_argument("--threads", type=int, default=None, help="worker threads (default: all cores)")
     q.add_argument("--json", action="store_true", help="print a JSON summary")
@@ -357,7 +360,8 @@ def _add(a) -> int:
                                                   scheme=a.scheme, seed=a.seed, threshold=a.threshold,
                                                   segment_min=a.segment_min, l0_max=a.l0_max) as idx:
                 before = idx.stats()["batches"]
-                verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars)
+                verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=_fields(a), max_chars=a.max_chars,
+                                   on_error=a.on_error)
                 st = idx.totals()
             dt = time.perf_counter() - t0
             if vf is not None:
@@ -370,6 +374,15 @@ def _add(a) -> int:
     bad_times = verdicts.unreadable_times
     summary = {"added": len(verdicts), "new": len(verdicts) - dup, "duplicates": dup, "seconds": round(dt, 3),
                "documents": st["documents"], "clusters": st["clusters"], "unreadable_times": len(bad_times)}
+    if a.on_error == "skip":
+        skipped = verdicts.skipped
+        summary["skipped"] = len(skipped)
+        summary["skipped_records"] = [e.as_dict() for e in skipped[:1000]]  # (as dedup's report.json lists them)
+        for e in skipped[:20]:
+            print(f"neardup index add: skipped {e}", file=sys.stderr)
+        if len(skipped) > 20:
+            print(f"neardup index add: ... and {len(skipped) - 20:,} more skipped (--json lists the first 1,000)",
+                  file=sys.stderr)
     if bad_times:
         first = "; ".join(f"{i!r}: {why}" for i, why in bad_times[:3])
         print(f"neardup index add: warning: {_n(len(bad_times), 'time')} could not be read and count as missing "
@@ -379,7 +392,9 @@ def _add(a) -> int:
         print(json.dumps(summary), file=out)
     else:
         print(f"added {_n(len(verdicts), 'document')} in {dt:.2f} s: {_n(len(verdicts) - dup, 'new story', 'new stories')}, "
-              f"{_n(dup, 'duplicate')}; the index holds {_n(st['documents'], 'document')}, "
+              f"{_n(dup, 'duplicate')}"
+              + (f", {_n(len(verdicts.skipped), 'record')} skipped" if verdicts.skipped else "")
+              + f"; the index holds {_n(st['documents'], 'document')}, "
               f"{_n(st['clusters'], 'cluster')} of two or more", file=out)
     return EXIT_OK
 

@@ -42,7 +42,7 @@ from neardup.index.errors import (
 from neardup.index import fold
 from neardup.index.segment import Postings
 from neardup.index.append import LogFile, PendingTexts
-from neardup.index.intake import Signed, read_and_sign, read_checked
+from neardup.index.intake import Signed, Skips, read_and_sign, read_checked, without_taken_ids
 from neardup.index import counters
 from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4, migrate_4_to_5
 from neardup.index import pending as pend
@@ -490,10 +490,11 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         return [self._segcache.get(n, s, c) for n, s, c in st.segments]
 
     # ------------------------------------------------------------------ reading records
-    def _checked(self, inputs: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
+    def _checked(self, inputs: Any, fields: Fields | None, max_chars: int, skips: Skips | None = None
+                 ) -> tuple[list[Checked], list[tuple]]:
         """Check every record of `inputs` (paths, records, or a single text) like ``dedup``."""
         _check_max_chars(max_chars)
-        return read_checked(inputs, _fields_of(fields) or self.fields, max_chars)
+        return read_checked(inputs, _fields_of(fields) or self.fields, max_chars, skips)
 
     def _present(self, conn: sqlite3.Connection, keys: list[str]) -> list[str]:
         """Which of these ids the index holds. Probed in sorted order: neighbouring probes then
@@ -623,14 +624,24 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
     # ------------------------------------------------------------------ public: add, query
     def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000,
-            dry_run: bool = False, note: str | None = None) -> Verdicts:
+            dry_run: bool = False, note: str | None = None, on_error: str = "stop") -> Verdicts:
         """Add a batch (paths, a list of record dicts, ...): each document is checked against the
         archive and the earlier part of the batch, then the batch is inserted — all or nothing.
         Returns one :class:`Verdict` per document (a lazy sequence). ``dry_run=True`` inserts
-        nothing."""
+        nothing. ``on_error="skip"``: a bad record, and a record whose id the index holds or an
+        earlier record of the batch took, is left out instead of failing the batch, and listed
+        in the result's ``skipped`` (RecordErrors: file, line, field, reason), as
+        ``neardup dedup --on-error skip`` does; the rest is added, all or nothing."""
+        if on_error not in ("stop", "skip"):
+            raise InvalidParameterError(f"on_error must be 'stop' or 'skip', got {on_error!r}")
+        skips = Skips() if on_error == "skip" else None
         if dry_run:
-            docs, extras = self._checked(inputs, fields, max_chars)
-            return self.add_checked(docs, extras, dry_run=True)
+            docs, extras = self._checked(inputs, fields, max_chars, skips)
+            if skips is not None:
+                keys = [c.key for c in docs]
+                docs, extras, _ = without_taken_ids(docs, extras, keys, set(), set(self._present(self._conn(), keys)),
+                                                    skips, skips.where)
+            return self._skipped(self.add_checked(docs, extras, dry_run=True), skips)
         _check_max_chars(max_chars)
         with self._wlock:
             conn = self._writer()
@@ -649,7 +660,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 docs, extras, signed, twice, present = read_and_sign(
                     inputs, _fields_of(fields) or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
                     lambda keys: self._present(conn, keys),
-                    on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None)
+                    on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None,
+                    skips=skips)
                 loading.result()  # a corrupt segment is reported here
                 self._raise_duplicate_ids(sorted(set(twice)), present)
             except BaseException:
@@ -661,7 +673,12 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             if pending is not None:
                 pending.end()
             sw.lap("read, check, sign, id checks")
-            return self._add_locked(conn, docs, extras, signed, t0, note, sw, pending)
+            return self._skipped(self._add_locked(conn, docs, extras, signed, t0, note, sw, pending), skips)
+
+    @staticmethod
+    def _skipped(verdicts: Verdicts, skips: Skips | None) -> Verdicts:
+        verdicts.skipped = skips.in_order() if skips is not None else []
+        return verdicts
 
     def add_checked(self, docs: list[Checked], extras: list | None = None, *, dry_run: bool = False,
                     note: str | None = None, ids_checked: bool = False, parts: list[int] | None = None) -> Verdicts:

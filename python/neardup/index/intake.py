@@ -36,7 +36,7 @@ from neardup.pipeline.handoff import put_until_stopped, received
 from neardup.pipeline.signer import Signer, exact_keys
 from neardup.simhash import block_keys
 
-__all__ = ["Signed", "records", "checked_blocks", "read_checked", "read_and_sign", "sign"]
+__all__ = ["Signed", "Skips", "without_taken_ids", "records", "checked_blocks", "read_checked", "read_and_sign", "sign"]
 
 #: documents per chunk handed from the reader thread to the signer (at least: whole blocks)
 CHUNK = 16384
@@ -52,6 +52,27 @@ class Signed:
     band_keys: np.ndarray  # (rows of sigs, bands) uint64
 
 
+class Skips:
+    """What an add with ``on_error="skip"`` leaves out: each bad record's error (file, line,
+    field, reason, as ``neardup dedup --on-error skip`` lists them), and, for the ids the batch
+    holds twice or the index already holds, the same with the id's file and line (``where``:
+    the (file, line) of every record read, in order, kept while skipping)."""
+
+    def __init__(self) -> None:
+        self.errors: list[RecordError] = []
+        self.where: list[tuple[str, int]] = []
+        self.files: list[str] = []  # the inputs, in order
+
+    def bad(self, exc: RecordError) -> None:
+        self.errors.append(exc)
+
+    def in_order(self) -> list[RecordError]:
+        """The errors in input order (bad records are found by the reader thread, taken ids
+        by the signing one)."""
+        rank = {f: i for i, f in reversed(list(enumerate(self.files)))}
+        return sorted(self.errors, key=lambda e: (rank.get(e.path, len(rank)), e.line))
+
+
 def records(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tuple[Checked, tuple]]:
     """(checked record, (extra fields as JSON or None, title length or None)) for every record
     of `inputs` (paths, records, or a stream); the first bad record raises its RecordError."""
@@ -59,24 +80,38 @@ def records(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tuple[Check
         yield from zip(docs, extras)
 
 
-def checked_blocks(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tuple[list[Checked], list[tuple]]]:
+def checked_blocks(inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
+                   ) -> Iterator[tuple[list[Checked], list[tuple]]]:
     """What :func:`records` gives, as lists a block of input at a time (the lines of a 4 MiB
-    block of JSONL; 8192 records of other formats)."""
+    block of JSONL; 8192 records of other formats). With `skips`, a bad record is listed there
+    and left out instead of raised (a file that cannot be read at all still raises)."""
     limits = Limits(max_chars=max_chars)
     skip = {fields.id, fields.text, fields.title, fields.time, fields.source}
     sources = open_sources(inputs)
     try:
         for src in sources:
+            if skips is not None:
+                skips.files.append(src.name)
             if isinstance(src, JsonlSource):
-                yield from _jsonl_blocks(src, fields, limits, skip)
+                yield from _jsonl_blocks(src, fields, limits, skip, skips)
                 continue
             docs: list[Checked] = []
             extras: list[tuple] = []
             for recno, rec in src.records():
-                if isinstance(rec, RecordError):
-                    raise rec
-                docs.append(check_record(rec, fields, limits, src.name, recno))
-                extras.append(_extras(rec, fields, skip, docs[-1], src.name, recno))
+                try:
+                    if isinstance(rec, RecordError):
+                        raise rec
+                    doc = check_record(rec, fields, limits, src.name, recno)
+                    ex = _extras(rec, fields, skip, doc, src.name, recno)
+                except RecordError as exc:
+                    if skips is None:
+                        raise
+                    skips.bad(exc)
+                    continue
+                docs.append(doc)
+                extras.append(ex)
+                if skips is not None:
+                    skips.where.append((src.name, recno))
                 if len(docs) == 8192:
                     yield docs, extras
                     docs, extras = [], []
@@ -123,7 +158,7 @@ _new = tuple.__new__  # makes a Checked without the Python-level __new__ of a Na
 _NAN = math.nan
 
 
-def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
+def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, skips: Skips | None = None
                   ) -> Iterator[tuple[list[Checked], list[tuple]]]:
     """JSONL records parsed and checked a block of lines at a time, in one loop. A day's add
     reads 200,000 records on one core while the other signs them, and the reading was most of
@@ -153,7 +188,10 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
                 if rec is None:
                     continue  # a blank line
                 if isinstance(rec, RecordError):
-                    raise rec
+                    if skips is None:
+                        raise rec
+                    skips.bad(rec)
+                    continue
             get = rec.get
             rid = get(fid)
             text = get(ftext)
@@ -168,16 +206,48 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set
                 t = v
             else:
                 t = None  # a string, or anything else: check_record parses or rejects it
-            if (t is not None and plain and type(rid) is str and type(text) is str and 0 < len(text) <= max_chars
-                    and (srcv is None or type(srcv) is str and srcv.isascii()) and text.isascii()
-                    and not text.isspace() and rid and rid.isascii() and not rid.isspace()):
-                docs.append(_new(Checked, (rid, rid, text, t, srcv, None)))
-                extras.append((None, None) if only_known(rec) else _extras(rec, fields, skip, None, name, start + i))
-            else:
-                docs.append(check_record(rec, fields, limits, name, start + i))
-                extras.append(_extras(rec, fields, skip, docs[-1], name, start + i))
+            try:
+                if (t is not None and plain and type(rid) is str and type(text) is str and 0 < len(text) <= max_chars
+                        and (srcv is None or type(srcv) is str and srcv.isascii()) and text.isascii()
+                        and not text.isspace() and rid and rid.isascii() and not rid.isspace()):
+                    doc = _new(Checked, (rid, rid, text, t, srcv, None))
+                    ex = (None, None) if only_known(rec) else _extras(rec, fields, skip, None, name, start + i)
+                else:
+                    doc = check_record(rec, fields, limits, name, start + i)
+                    ex = _extras(rec, fields, skip, doc, name, start + i)
+            except RecordError as exc:
+                if skips is None:
+                    raise
+                skips.bad(exc)
+                continue
+            docs.append(doc)
+            extras.append(ex)
+            if skips is not None:
+                skips.where.append((name, start + i))
         if docs:
             yield docs, extras
+
+
+def without_taken_ids(docs: list[Checked], extras: list[tuple], keys: list[str], seen: set[str],
+                       present: set[str], skips: Skips, where: list[tuple[str, int]]
+                       ) -> tuple[list[Checked], list[tuple], list[str]]:
+    """A chunk without the records whose id the index holds (`present`) or an earlier record
+    of the batch took (`seen`, updated), each listed in `skips` with its file and line."""
+    keep = []
+    for j, k in enumerate(keys):
+        if k in present:
+            why = "id already in the index"
+        elif k in seen:
+            why = "id appears earlier in the batch"
+        else:
+            seen.add(k)
+            keep.append(j)
+            continue
+        path, line = where[j]
+        skips.bad(RecordError(path, line, f"{why}: {docs[j].id!r}", field="id"))
+    if len(keep) == len(docs):
+        return docs, extras, keys
+    return [docs[j] for j in keep], [extras[j] for j in keep], [keys[j] for j in keep]
 
 
 def _extra_json(ex: dict) -> str:
@@ -192,10 +262,11 @@ def _extra_json(ex: dict) -> str:
         return out
 
 
-def read_checked(inputs: Any, fields: Fields, max_chars: int) -> tuple[list[Checked], list[tuple]]:
+def read_checked(inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
+                 ) -> tuple[list[Checked], list[tuple]]:
     docs: list[Checked] = []
     extras: list[tuple] = []
-    for d, ex in checked_blocks(inputs, fields, max_chars):
+    for d, ex in checked_blocks(inputs, fields, max_chars, skips):
         docs += d
         extras += ex
     return docs, extras
@@ -244,14 +315,17 @@ _END = object()
 
 def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, bands: int, rows: int,
                   threads: int | None, present: Callable[[list[str]], list[str]],
-                  on_chunk: Callable[[list[Checked]], None] | None = None,
+                  on_chunk: Callable[[list[Checked]], None] | None = None, skips: Skips | None = None,
                   ) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
     """Read and check `inputs` in a thread while this one signs each chunk and asks
     `present(keys)` which of its ids the index already holds; then hand the chunks, in order,
     to `on_chunk` (the text log's writer: see the module's note).
 
     Returns (documents, extras, signed, ids twice in the batch, ids already present); the
-    caller raises for the last two (after the whole batch, so the message lists them all)."""
+    caller raises for the last two (after the whole batch, so the message lists them all).
+    With `skips`, bad records are left out and listed there, and so are a record whose id the
+    index holds and one whose id came earlier in the batch (the first is kept), as
+    ``neardup dedup --on-error skip`` does with a duplicate id: the last two lists are empty."""
     q: queue.Queue = queue.Queue(maxsize=4)
     stop = threading.Event()
 
@@ -262,7 +336,7 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
         try:
             docs: list[Checked] = []
             extras: list[tuple] = []
-            for d, ex in checked_blocks(inputs, fields, max_chars):
+            for d, ex in checked_blocks(inputs, fields, max_chars, skips):
                 docs += d
                 extras += ex
                 if len(docs) >= CHUNK:
@@ -285,14 +359,21 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
     twice: list[str] = []
     already: list[str] = []
     try:
+        read = 0  # records received so far (their places: skips.where)
         for docs, extras in received(q, _END):
             keys = [c.key for c in docs]
-            for k in keys:
-                if k in seen:
-                    twice.append(k)
-                else:
-                    seen.add(k)
-            already += present(keys)
+            if skips is not None:
+                n = len(docs)
+                docs, extras, keys = without_taken_ids(docs, extras, keys, seen, set(present(keys)),
+                                                        skips, skips.where[read : read + n])
+                read += n
+            else:
+                for k in keys:
+                    if k in seen:
+                        twice.append(k)
+                    else:
+                        seen.add(k)
+                already += present(keys)
             chunks.append(docs)
             parts.append(sign([c.text for c in docs], signer, bands, rows, threads))
             all_docs += docs

@@ -54,6 +54,9 @@ class Verdicts(Sequence):
         self._alternates_of = alternates_of
         self._alt_cache: dict[int, tuple[Any, list]] = {}
         self.inserted = False
+        #: the records an add with ``on_error="skip"`` left out (RecordError: path, line, field,
+        #: reason), in input order
+        self.skipped: list = []
         #: documents that matched an earlier one (in the index or earlier in the batch)
         self.duplicates = len(closest) - closest.count(None)
 
