@@ -559,3 +559,35 @@ def test_compact_with_no_live_document_writes_no_segment(tmp_path):
         assert v.status == "new"
         assert ix.compact()["segments"] == 1
         assert ix.query(t + " again")[0].status == "duplicate"
+
+
+def test_compact_gives_back_the_databases_free_pages(tmp_path):
+    """Level 0's rows (small adds) and removed documents' rows leave free pages in index.sqlite,
+    which SQLite reuses but never gives back: a compact moved level 0 into a segment file and
+    the index grew on disk (seen on Reuters split into days: 24.5 -> 26.3 MB). It now VACUUMs
+    when free pages are over 1/16 of the database."""
+    import sqlite3
+
+    d = tmp_path / "ix"
+    docs = [{"id": f"d{i}", "text": f"story {i} " + " ".join(f"w{(i * 31 + j) % 9973}" for j in range(30))}
+            for i in range(3000)]
+    with Index.create(d) as ix:
+        for s in range(0, 3000, 300):  # small adds: level 0 in SQLite
+            ix.add(docs[s:s + 300])
+        ix.remove([f"d{i}" for i in range(0, 3000, 2)])
+        db = d / "index.sqlite"
+        r = ix.compact()
+        assert r["vacuumed"] and r["database_free_pages"] > 0
+        assert r["bytes_after"] < r["bytes_before"]
+        c = sqlite3.connect(db)
+        try:
+            assert c.execute("PRAGMA freelist_count").fetchone()[0] == 0
+            assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            c.close()
+        assert ix.get_document("d7")["text"] == docs[7]["text"]
+        assert ix.query(docs[9]["text"])[0].closest == "d9"
+        again = ix.compact()  # nothing left to give back
+        assert not again["vacuumed"]
+    with Index.open(d) as ix:
+        assert ix.check()["texts"] == 1500

@@ -596,7 +596,8 @@ def _compact(a) -> int:
 
     with Index.open(a.dir) as idx:
         r = idx.compact()
-    print(f"compacted: {r['bytes_before']:,} -> {r['bytes_after']:,} bytes on disk")
+    print(f"compacted: {r['bytes_before']:,} -> {r['bytes_after']:,} bytes on disk"
+          + (f" (the database's {r['database_free_pages']:,} free pages given back)" if r.get("vacuumed") else ""))
     return EXIT_OK
 
 
