@@ -174,3 +174,21 @@ def test_zoned_timestamps_of_a_parquet_input_keep_their_zone(spark, tmp_path):
     b = pq.read_table(next((tmp_path / "spark-parquet" / "kept.parquet").glob("part-*.parquet")))
     assert a.schema == b.schema and a.to_pylist() == b.to_pylist()
     assert b.schema.field("seen").type.tz == "America/New_York" and b.schema.field("pos").type.tz == "Asia/Kolkata"
+
+
+def test_a_dataframe_column_named_as_the_partition_offset(spark, tmp_path):
+    """A DataFrame's records are numbered from each partition's offset, joined in as a column
+    (`_off`, broadcast: it was an array literal of every partition's offset in the plan); a
+    record column of that name keeps its values and the numbering is not disturbed."""
+    from neardup.engines.spark import dedup_spark
+
+    rows = [(f"r{i}", T if i in (1, 7) else _unrelated(i), -i) for i in range(9)] + [("r9", "", -9)]
+    df = spark.createDataFrame(rows, "id string, text string, _off long").repartition(3, "id")
+    sp = dedup_spark(spark, [df], tmp_path / "out", collect=True, on_error="skip")
+    assert sp.report["inputs"][0]["records"] == 9 and len(sp.report["skipped_records"]) == 1
+    bad = sp.report["skipped_records"][0]
+    assert 1 <= bad["line"] <= 10 and "empty" in bad["reason"]
+    assert {frozenset([c["keeper"]] + [m["id"] for m in c["members"]]) for c in sp.clusters} == {frozenset({"r1", "r7"})}
+    kdir = tmp_path / "out" / "kept.jsonl"
+    kept = [json.loads(x) for n in sorted(os.listdir(kdir)) if n.startswith("part-") for x in (kdir / n).read_text().splitlines()]
+    assert len(kept) == 8 and all(k["_off"] == -int(k["id"][1:]) for k in kept)

@@ -94,8 +94,8 @@ def read_sources(spark, inputs) -> list[Source]:
             # (a DataFrame may be computed anew, differently, by each job that reads it)
             numbered = item.select(F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"),
                                    *sel).localCheckpoint(eager=True)
-            raw = numbered.select(F.lit(i).alias("src"), _dense_recno(numbered).alias("recno"),
-                                  *[numbered[c] for c in cols])
+            joined, recno = _dense_recno(spark, numbered, cols)
+            raw = joined.select(F.lit(i).alias("src"), recno.alias("recno"), *[numbered[c] for c in cols])
             out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols, renames=renames))
             continue
         if not isinstance(item, (str, bytes, os.PathLike)):
@@ -175,21 +175,27 @@ def _record_columns(df) -> tuple[list[str], dict[str, str] | None, list]:
     return cols, renames, [df[c].alias(r) for c, r in zip(names, cols)]
 
 
-def _dense_recno(numbered):
-    """1, 2, 3, ... over the rows of `numbered` (columns ``_pid``, the partition, and ``_mid``,
+def _dense_recno(spark, numbered, cols: list[str]):
+    """(`numbered` joined with each partition's offset, the column 1, 2, 3, ... over its rows)
+    for `numbered` (columns ``_pid``, the partition, and ``_mid``,
     ``monotonically_increasing_id``: partition << 33 | row), in partition order, from each
     partition's row count (one JVM-only job). ``monotonically_increasing_id`` alone left gaps
     of 2^33 between partitions, which from partition 128 on ran into the input's bits of
-    ``pos`` (two inputs' records took the same name)."""
+    ``pos`` (two inputs' records took the same name). Each partition's offset comes from a
+    broadcast join with a small DataFrame (partition, offset), as Parquet files' do
+    (_parquet_recno): it was an array literal of every partition's offset in the plan (until
+    2026-12-02)."""
     from pyspark.sql import functions as F
 
-    counts = dict(numbered.groupBy("_pid").count().collect())
+    counts = sorted(numbered.groupBy("_pid").count().collect())
     offs, run = [], 0
-    for p in range(max(counts) + 1 if counts else 0):
-        offs.append(run)
-        run += counts.get(p, 0)
-    off_col = F.element_at(F.array(*[F.lit(o) for o in offs] or [F.lit(0)]), F.col("_pid") + 1)
-    return (off_col + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1).cast("bigint")
+    for p, c in counts:
+        offs.append((p, run))
+        run += c
+    (ocol,) = _free_names(cols, "_off")
+    offsets = spark.createDataFrame(offs, f"_pid INT, `{ocol}` BIGINT")
+    joined = numbered.join(F.broadcast(offsets), "_pid")
+    return joined, (F.col(ocol) + (F.col("_mid") - F.shiftleft(F.col("_pid").cast("bigint"), 33)) + 1).cast("bigint")
 
 
 def _parquet_recno(spark, df):
