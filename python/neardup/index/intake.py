@@ -104,14 +104,9 @@ def checked_blocks(inputs: Any, fields: Fields, max_chars: int, skips: Skips | N
                     doc = check_record(rec, fields, limits, src.name, recno)
                     ex = _extras(rec, fields, skip, doc, src.name, recno)
                 except RecordError as exc:
-                    if skips is None:
-                        raise
-                    skips.bad(exc)
+                    _skip_or_raise(skips, exc)
                     continue
-                docs.append(doc)
-                extras.append(ex)
-                if skips is not None:
-                    skips.where.append((src.name, recno))
+                _keep(docs, extras, doc, ex, skips, (src.name, recno))
                 if len(docs) == 8192:
                     yield docs, extras
                     docs, extras = [], []
@@ -120,6 +115,20 @@ def checked_blocks(inputs: Any, fields: Fields, max_chars: int, skips: Skips | N
     finally:
         for s in sources:
             s.close()
+
+
+def _skip_or_raise(skips: Skips | None, exc: RecordError) -> None:
+    """A bad record: raised (on_error "stop"), or listed and left out."""
+    if skips is None:
+        raise exc
+    skips.bad(exc)
+
+
+def _keep(docs: list, extras: list, doc: Checked, ex: tuple, skips: Skips | None, place: tuple[str, int]) -> None:
+    docs.append(doc)
+    extras.append(ex)
+    if skips is not None:  # (where each kept record came from: a taken id is named by its place)
+        skips.where.append(place)
 
 
 def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path: str, recno: int
@@ -188,9 +197,7 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, s
                 if rec is None:
                     continue  # a blank line
                 if isinstance(rec, RecordError):
-                    if skips is None:
-                        raise rec
-                    skips.bad(rec)
+                    _skip_or_raise(skips, rec)
                     continue
             get = rec.get
             rid = get(fid)
@@ -216,14 +223,9 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, s
                     doc = check_record(rec, fields, limits, name, start + i)
                     ex = _extras(rec, fields, skip, doc, name, start + i)
             except RecordError as exc:
-                if skips is None:
-                    raise
-                skips.bad(exc)
+                _skip_or_raise(skips, exc)
                 continue
-            docs.append(doc)
-            extras.append(ex)
-            if skips is not None:
-                skips.where.append((name, start + i))
+            _keep(docs, extras, doc, ex, skips, (name, start + i))
         if docs:
             yield docs, extras
 
