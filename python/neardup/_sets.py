@@ -7,7 +7,10 @@ set, which on many distinct 64-bit values is ~70-100x slower than sorting and ma
 (NumPy 2.4.6 here: 730,000 int64, 0.65-1.2 s against 0.011 s; 5 M, 6.7 s against 0.09 s).
 The pipeline and the index use these on candidate pairs, band postings and tombstones, at
 up to tens of millions of values. (``np.unique`` with ``return_index``, ``return_inverse`` or
-``return_counts`` still sorts, and is used as it is.)
+``return_counts`` still sorts, and is used as it is.) Measured on `neardup dedup` of 1M synthetic
+articles under ``--memory-limit 380M`` (the external band sort), two runs against the code
+before, in turns: the candidates stage 1.47 / 1.57 s -> 1.07 / 1.18 s, verify 2.79 / 2.53 ->
+2.37 / 2.15 s, the same clusters; on the index's day's add no difference beyond the noise.
 
 Integer arrays only: a float array's NaNs would need ``np.unique``'s ``equal_nan`` rules.
 """
