@@ -161,6 +161,10 @@ def u2i(x: int) -> int:
     return x - (1 << 64) if x >= 1 << 63 else x
 
 
+#: how long a connection waits for another's lock (SQLite's busy timeout), in ms
+BUSY_TIMEOUT_MS = 30_000
+
+
 def generation(conn: sqlite3.Connection) -> int:
     """The index's generation (advanced by every commit that changes its files)."""
     return int(conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
@@ -179,7 +183,7 @@ def truncate_wal(conn: sqlite3.Connection, wait_ms: int = 100) -> bool:
     except sqlite3.OperationalError:  # busy before it started
         return False
     finally:
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 class Connection(sqlite3.Connection):
@@ -190,10 +194,10 @@ class Connection(sqlite3.Connection):
 
 def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, timeout=30.0,
-                           factory=Connection)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                           timeout=BUSY_TIMEOUT_MS / 1000, factory=Connection)
     try:
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             # Debian's SQLite (the one Python links here) is built with SECURE_DELETE on: every

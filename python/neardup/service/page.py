@@ -95,7 +95,7 @@ function esc(s) {
 // right after an emoji (and its skin tone or presentation selector) is part of an emoji
 // sequence ("👩‍👩‍👧") and is left as it is.
 const MARKED = /\p{Bidi_Control}|(?<!\p{Extended_Pictographic}[\u{FE0F}\u{1F3FB}-\u{1F3FF}]?)\u200d|[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u2060-\u2064\u3164\ufeff\uffa0]/gu;
-const BIDI_NAMES = {0xad: "SOFT HYPHEN", 0x34f: "COMBINING GRAPHEME JOINER", 0x115f: "HANGUL CHOSEONG FILLER",
+const MARK_NAMES = {0xad: "SOFT HYPHEN", 0x34f: "COMBINING GRAPHEME JOINER", 0x115f: "HANGUL CHOSEONG FILLER",
   0x1160: "HANGUL JUNGSEONG FILLER", 0x17b4: "KHMER VOWEL INHERENT AQ", 0x17b5: "KHMER VOWEL INHERENT AA",
   0x180e: "MONGOLIAN VOWEL SEPARATOR", 0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER",
   0x200d: "ZERO WIDTH JOINER", 0x2060: "WORD JOINER", 0x2061: "FUNCTION APPLICATION", 0x2062: "INVISIBLE TIMES",
@@ -108,7 +108,7 @@ const BIDI_NAMES = {0xad: "SOFT HYPHEN", 0x34f: "COMBINING GRAPHEME JOINER", 0x1
 function bdi(s) {
   return "<bdi>" + esc(s).replace(MARKED, c => {
     const n = c.codePointAt(0), hex = n.toString(16).padStart(4, "0");
-    return `<span class="ctl" data-cp="\\u${hex}" title="U+${hex.toUpperCase()} ${BIDI_NAMES[n] || ""}">${c}</span>`;
+    return `<span class="ctl" data-cp="\\u${hex}" title="U+${hex.toUpperCase()} ${MARK_NAMES[n] || ""}">${c}</span>`;
   }) + "</bdi>";
 }
 // A card's snippet: the service cuts the keeper's title and text at @SNIPPET_CUT@ code points, which
