@@ -28,13 +28,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench_index import host_cpu  # noqa: E402
+from bench_index import cpu_shares, host_cpu  # noqa: E402
 
 
 def shares(before: dict, after: dict) -> dict:
-    d = {k: after[k] - before[k] for k in after}
-    total = sum(d.values()) or 1.0
-    return {k: round(v / total, 4) for k, v in d.items() if k in ("steal", "iowait", "idle", "user", "system")}
+    """The host's CPU shares between two reads of host_cpu() (bench_index's, no process of ours)."""
+    return cpu_shares((before, 0.0), (after, 0.0))
 
 
 def backup(index: str, dest: str) -> dict:
