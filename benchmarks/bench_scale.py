@@ -57,7 +57,7 @@ def planted_recall(corpus: Path, outdir: Path, threshold: float = 0.8, batch: in
     import orjson
 
     import neardup
-    from neardup.pipeline.verify import HashSets, verify_exact
+    from neardup.stages.verify import HashSets, verify_exact
 
     shingler = neardup.Shingler(k=5, unit="word")
     where = cluster_of(outdir)

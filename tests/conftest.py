@@ -28,7 +28,7 @@ def guide_sentences() -> tuple[str, str, str]:
 def synth_200k(tmp_path_factory):
     """`neardup synth` of 160,000 originals and 40,000 copies of 30 words (seed 0): the input of
     the --memory-limit runs of tests/cli/test_dedup_signals.py and
-    tests/pipeline/test_outputs_safety.py. Written once per session (~4 s); every user only
+    tests/local/test_outputs_safety.py. Written once per session (~4 s); every user only
     reads it (their runs write into their own directories)."""
     path = tmp_path_factory.mktemp("synth_200k") / "c.jsonl"
     subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "160000",

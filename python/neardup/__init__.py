@@ -33,7 +33,7 @@ _LAZY = {
     "Shingler": "neardup.shingle",
     "SimHash": "neardup.simhash",
     "hamming": "neardup.simhash",
-    "dedup": "neardup.pipeline",  # the batch job: docs/dedup.md
+    "dedup": "neardup.engines.local",  # the batch job: docs/dedup.md
     "Index": "neardup.index",  # the persistent index: docs/index.md
 }
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # what static checkers and IDEs see: the same names, eagerly
     from neardup.index import Index
     from neardup.measures import containment, jaccard
     from neardup.minhash import MinHash, estimate_jaccard
-    from neardup.pipeline import dedup
+    from neardup.engines.local import dedup
     from neardup.shingle import ENGLISH_STOPWORDS, Shingler
     from neardup.simhash import SimHash, hamming
 

@@ -145,7 +145,7 @@ def _dedup_kwargs(a: argparse.Namespace) -> dict:
 def _cmd_dedup(a: argparse.Namespace, demo: bool) -> int:
     import neardup
     from neardup.io.writers import writable_tree
-    from neardup.pipeline.report import summary_text
+    from neardup.stages.report import summary_text
 
     if demo and a.inputs:  # (the files were silently ignored)
         print("neardup dedup: --demo runs on the embedded corpus: give INPUT files or --demo, not both",
@@ -231,9 +231,9 @@ CURVE_OPTIMISER_MAX = 8192
 
 def _cmd_curve(a: argparse.Namespace) -> int:
     from neardup import lsh
-    from neardup.pipeline.candidates import choose_bands
+    from neardup.stages.candidates import choose_bands
 
-    from neardup.pipeline.options import DedupOptions
+    from neardup.stages.options import DedupOptions
 
     # the settings as dedup checks them, before anything is printed (--bands without --rows was
     # ignored but labelled "pinned")
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     from neardup.errors import InvalidInputError, InvalidParameterError, NeardupError
-    from neardup.io.errors import InputFileError, OutputError, RecordError
+    from neardup.errors import InputFileError, OutputError, RecordError
 
     args = sys.argv[1:] if argv is None else list(argv)
     ap = _parser(_command_of(args))

@@ -15,7 +15,7 @@ def test_importing_the_package_and_the_command_loads_neither_numpy_nor_the_core(
     r = _python("""
         import sys
         import neardup, neardup.cli
-        heavy = sorted(m for m in ("numpy", "pyarrow", "neardup._core", "neardup.pipeline",
+        heavy = sorted(m for m in ("numpy", "pyarrow", "neardup._core", "neardup.engines.local",
                                    "neardup.index") if m in sys.modules)
         print(",".join(heavy) or "none")
     """)
@@ -28,7 +28,7 @@ def test_the_lazy_names_are_the_modules_own():
         import neardup
         from neardup.index import Index
         from neardup.minhash import MinHash
-        from neardup.pipeline import dedup
+        from neardup.engines.local import dedup
         assert neardup.Index is Index and neardup.MinHash is MinHash and neardup.dedup is dedup
         assert neardup.lsh.__name__ == "neardup.lsh"
         assert set(neardup.__all__) <= set(dir(neardup))
@@ -47,7 +47,7 @@ def test_ctrl_c_while_the_pipeline_imports_is_exit_130_without_a_traceback():
         import sys
         class Interrupt:
             def find_spec(self, name, path=None, target=None):
-                if name == "neardup.pipeline":
+                if name == "neardup.engines.local":
                     raise KeyboardInterrupt
         sys.meta_path.insert(0, Interrupt())
         from neardup.cli import main

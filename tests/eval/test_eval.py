@@ -10,7 +10,7 @@ import neardup
 from neardup.cli import main
 from neardup.evaluate import evaluate, ground_truth
 from neardup.evaluate.metrics import adjusted_rand_index, pairwise_scores
-from neardup.pipeline.verify import HashSets, self_join, verify_exact
+from neardup.stages.verify import HashSets, self_join, verify_exact
 
 
 def random_families(seed, n_fam=40, vocab=300):
@@ -134,7 +134,7 @@ def test_ground_truth_equals_brute_force_on_texts(tmp_path):
     sh = neardup.Shingler(k=5)
     sets = [set(sh.hashes(r["text"]).tolist()) for r in recs]
     for t in (0.5, 0.8):
-        gt = ground_truth(path, t, fields=neardup.pipeline.DedupOptions().fields)
+        gt = ground_truth(path, t, fields=neardup.stages.options.DedupOptions().fields)
         got = [(int(a), int(b)) for a, b in gt.pairs]
         assert got == [(i, j) for i, j, _ in brute_pairs(sets, t)]
 

@@ -10,7 +10,7 @@ import pytest
 
 from neardup.cli import main
 from neardup.evaluate import containment_join, evaluate
-from neardup.pipeline.verify import HashSets
+from neardup.stages.verify import HashSets
 
 STORY = ("the rain fell on the city all night long and the drains overflowed by morning while "
          "residents waited")

@@ -12,7 +12,7 @@ import pytest
 
 from neardup import InvalidParameterError
 from neardup.index import Index
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 
 A = "heavy rain is likely across the northern districts tonight with flooding expected near the river"
 B = "the council voted on tuesday to reopen the old market hall after three years of repairs"

@@ -18,7 +18,7 @@ import pytest
 import neardup
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
-from neardup.index.errors import ForkedIndexError, IndexLockedError
+from neardup.errors import ForkedIndexError, IndexLockedError
 
 DAY = 86400.0
 
@@ -234,7 +234,7 @@ def test_fields_as_a_mapping(tmp_path):
 
 
 def test_existing_ids_after_close_is_closed(recent):
-    from neardup.index.errors import IndexClosedError
+    from neardup.errors import IndexClosedError
 
     ix = Index.open(recent)
     ix.close()

@@ -12,7 +12,7 @@ import pytest
 from neardup.cli import main
 from neardup.index import BackupBusyError, Index, IndexCorruptError
 from neardup.index import backup as bk
-from neardup.index.errors import IndexExistsError, IndexNotFoundError
+from neardup.errors import IndexExistsError, IndexNotFoundError
 
 
 def _export(d) -> list:

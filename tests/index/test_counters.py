@@ -13,7 +13,7 @@ import pytest
 
 import ix_helpers
 from neardup.index import Index, counters
-from neardup.index.errors import IndexCorruptError
+from neardup.errors import IndexCorruptError
 from neardup.service.writer import FIELDS, GroupWriter
 
 

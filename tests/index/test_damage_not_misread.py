@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from neardup.index import Index, store
-from neardup.index.errors import DocumentNotFoundError, IndexCorruptError, IndexLockedError
+from neardup.errors import DocumentNotFoundError, IndexCorruptError, IndexLockedError
 
 
 def _docs(n: int, tag: str = "d") -> list[dict]:
@@ -155,7 +155,7 @@ def test_a_remove_whose_scrub_fails_says_it_is_committed(ix_dir, monkeypatch):
     import errno
 
     from neardup.index.core import Index as Ix
-    from neardup.index.errors import ScrubIncompleteError
+    from neardup.errors import ScrubIncompleteError
 
     calls = []
     orig = Ix._scrub

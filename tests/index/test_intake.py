@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neardup.index.intake import _extra_json, checked_blocks, read_and_sign, read_checked, records
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 
@@ -159,8 +159,8 @@ def test_read_and_sign_over_blocks(tmp_path, monkeypatch):
     # the same documents in order, the id checks see every id, and the chunks go to on_chunk
     # (after the signing), in order, also when the batch has duplicate ids (the caller raises)
     import neardup.index.intake as intake
-    from neardup.pipeline.options import DedupOptions
-    from neardup.pipeline.signer import Signer
+    from neardup.stages.options import DedupOptions
+    from neardup.stages.signer import Signer
 
     monkeypatch.setattr(intake, "CHUNK", 1000)
     signer = Signer(DedupOptions())

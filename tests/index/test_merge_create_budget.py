@@ -9,11 +9,7 @@ import numpy as np
 import pytest
 from neardup.errors import NeardupError
 from neardup.index import Index, budget
-from neardup.index.errors import (
-    DocumentNotFoundError,
-    IndexExistsError,
-    IndexNotFoundError,
-)
+from neardup.errors import DocumentNotFoundError, IndexExistsError, IndexNotFoundError
 
 import ix_helpers
 

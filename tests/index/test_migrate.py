@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neardup.index import Index, counters
-from neardup.index.errors import IndexLockedError
+from neardup.errors import IndexLockedError
 from neardup.index.store import FORMAT
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import ix_helpers
 from neardup.index import Index
-from neardup.index.errors import IndexCorruptError
+from neardup.errors import IndexCorruptError
 from neardup.index.store import FORMAT
 
 

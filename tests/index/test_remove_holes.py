@@ -70,7 +70,7 @@ def test_where_holes_cannot_be_punched_zeros_are_written(tmp_path, monkeypatch, 
 
 
 def test_another_failure_is_said_not_papered_over(tmp_path, monkeypatch):
-    from neardup.index.errors import ScrubIncompleteError
+    from neardup.errors import ScrubIncompleteError
 
     def failing(fd, mode, off, ln):
         ctypes.set_errno(errno.EIO)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from neardup.index import Index, fold, segment
-from neardup.index.errors import FileGoneError, IndexCorruptError
+from neardup.errors import FileGoneError, IndexCorruptError
 from neardup.index.segment import read_segment, write_segment
 from test_fold import _listed, _same_after_reopen, _verdicts
 from test_segment_write import _postings

@@ -16,7 +16,7 @@ from neardup.index import (
     IndexExistsError,
     IndexNotFoundError,
 )
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 import ix_helpers as h
 
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from neardup.index import Index, store
-from neardup.index.errors import IndexCorruptError
+from neardup.errors import IndexCorruptError
 
 
 def _rows(ix):

@@ -81,7 +81,7 @@ def test_a_record_with_a_key_json_cannot_name_is_a_bad_record(tmp_path):
     """A tuple as a field name (or deeper, in a nested object) failed the run at the outputs,
     after the work, with orjson's "keys must be str, int, ..."; it is a bad record, named."""
     import neardup
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     t = "the quick brown fox jumps over the lazy dog and runs far away into the deep dark forest"
     recs = [{"id": "a", "text": t, ("x", 1): 2}, {"id": "b", "text": t + " now", "m": {"k": [{frozenset(): 1}]}},

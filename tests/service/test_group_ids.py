@@ -8,7 +8,7 @@ from concurrent.futures import Future
 import pytest
 
 from neardup.index import Index, counters
-from neardup.index.errors import DuplicateIdError
+from neardup.errors import DuplicateIdError
 from neardup.service.writer import FIELDS, GroupWriter
 
 
@@ -57,7 +57,7 @@ def test_a_lone_surrogate_refuses_its_request_only(tmp_path, rain, bad):
     """A lone surrogate outside the text (a source, another field, the id) failed the group's
     transaction when SQLite encoded it: every request of the group answered 500. It is the
     request's record error now, found before the group's add."""
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     with Index.create(tmp_path / "ix") as ix:
         gw = GroupWriter(ix, FIELDS)

@@ -29,7 +29,8 @@ from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.service import worker
 from neardup.service.app import STALL_GRACE, create_app, serve
-from neardup.service.worker import WriterGoneError, WriterProcess
+from neardup.errors import WriterGoneError
+from neardup.service.worker import WriterProcess
 from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
 
 

@@ -9,9 +9,10 @@ import pytest
 
 from neardup.errors import InputTypeError, InvalidInputError
 from neardup.index import Index
-from neardup.index.errors import DocumentNotFoundError, DuplicateIdError, FileGoneError, IndexLockedError
-from neardup.io.errors import RecordError
-from neardup.service.worker import WriterGoneError, WriterProcess
+from neardup.errors import DocumentNotFoundError, DuplicateIdError, FileGoneError, IndexLockedError
+from neardup.errors import RecordError
+from neardup.errors import WriterGoneError
+from neardup.service.worker import WriterProcess
 
 
 @pytest.fixture

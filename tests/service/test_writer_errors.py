@@ -14,10 +14,17 @@ from fastapi.testclient import TestClient
 
 from neardup.errors import InternalError
 from neardup.index import Index
-from neardup.index.errors import (FileGoneError, IndexClosedError, IndexCorruptError, IndexLockedError,
-                                  IndexNotFoundError, ReadOnlyIndexError)
+from neardup.errors import (
+    FileGoneError,
+    IndexClosedError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexNotFoundError,
+    ReadOnlyIndexError,
+)
 from neardup.service.app import create_app
-from neardup.service.worker import WriterGoneError, WriterProcess
+from neardup.errors import WriterGoneError
+from neardup.service.worker import WriterProcess
 
 
 def _wait_dead(w: WriterProcess) -> None:

@@ -195,7 +195,7 @@ def test_doc_keys_one_pass_gives_what_the_separate_kernels_give():
 
 def test_kernel_defaults_are_the_dedup_defaults():
     # a kernel called with default parameters signs as `neardup dedup` does (scheme included)
-    from neardup.pipeline.options import DedupOptions
+    from neardup.stages.options import DedupOptions
 
     d, p = DedupOptions(), K.KernelParams()
     for name in ("k", "unit", "num_perm", "scheme", "seed", "threshold", "verify", "measure", "method", "max_distance"):

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 import neardup
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 
 from parity import assert_same
 from spark_corpus import make_corpus

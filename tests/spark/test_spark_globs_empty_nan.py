@@ -10,7 +10,7 @@ import neardup
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 
 T = "the quick brown fox jumps over the lazy dog and then runs far away into the dark forest"
 
@@ -142,7 +142,7 @@ def test_an_output_that_would_overwrite_an_input_is_refused(spark, tmp_path):
     OUT/clusters.parquet or OUT/kept.parquet (or at OUT/report.json) was deleted by the run that
     read it."""
     from neardup.engines.spark import dedup_spark
-    from neardup.io.errors import OutputError
+    from neardup.errors import OutputError
 
     out = tmp_path / "out"
     for d in ("clusters.parquet", "kept.parquet"):

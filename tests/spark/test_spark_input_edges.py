@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import neardup
-from neardup.io.errors import InputFileError, OutputError
+from neardup.errors import InputFileError, OutputError
 from parity import assert_same
 
 T = "the quick brown fox jumps over the lazy dog and then runs far away into the dark forest"

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from neardup.engines.spark.outputs import STAGE_PREFIX, OutputStage, stale_kept
-from neardup.io.errors import OutputError
+from neardup.errors import OutputError
 from spark_corpus import make_corpus, tree, write_jsonl
 
 

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import neardup
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 
 from parity import assert_same, canon_clusters
 from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
@@ -165,7 +165,7 @@ def test_one_band_like_the_local_engine(spark, synth_file, kw):
 
 def test_what_the_spark_engine_does_not_read(spark):
     from neardup.engines.spark import dedup_spark
-    from neardup.io.errors import InputFileError
+    from neardup.errors import InputFileError
 
     with pytest.raises(InputFileError, match="cannot read stdin"):
         dedup_spark(spark, "-", None)

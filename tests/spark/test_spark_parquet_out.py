@@ -84,7 +84,7 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
     written before its column became a string is cast by Arrow (12345.0 -> "12345"): Spark
     must hand the writer the same blocks. The writer runs in this process for both engines."""
     from neardup.engines.spark import dedup_spark
-    from neardup.pipeline import parquet_out
+    from neardup.stages import parquet_out
 
     monkeypatch.setattr(parquet_out, "BLOCK", block)
 

@@ -18,11 +18,11 @@ import numpy as np
 import neardup
 from neardup.evaluate.metrics import adjusted_rand_index, co_clustered, pairwise_scores
 from neardup.errors import InvalidInputError, InvalidParameterError
-from neardup.io.errors import InputFileError, RecordError
+from neardup.errors import InputFileError, RecordError
 from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 from neardup.io.writers import atomic_open
-from neardup.pipeline.verify import HashSets, self_join, verify_exact
+from neardup.stages.verify import HashSets, self_join, verify_exact
 from neardup import _sets
 
 __all__ = ["GroundTruth", "ground_truth", "containment_join", "evaluate"]

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from neardup.errors import InvalidParameterError, NeardupError
-from neardup.io.errors import OutputError
+from neardup.errors import OutputError
 
 __all__ = ["histogram", "curve_png", "png_path"]
 

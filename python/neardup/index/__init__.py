@@ -1,7 +1,7 @@
 """The persistent, incremental index (``neardup index ...``, ``neardup.Index``): see docs/index.md."""
-from neardup.index.backup import BackupBusyError
+from neardup.errors import BackupBusyError
 from neardup.index.core import Index, IndexConfig, Verdict
-from neardup.index.errors import (
+from neardup.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
     ForkedIndexError,

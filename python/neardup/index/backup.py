@@ -32,21 +32,17 @@ import shutil
 import sqlite3
 import time
 
-from neardup.errors import InvalidParameterError
-from neardup.io.errors import OutputError
+from neardup.errors import BackupBusyError, InvalidParameterError
+from neardup.errors import OutputError
 from neardup.index import store
-from neardup.index.errors import IndexCorruptError, IndexError_, IndexExistsError, IndexNotFoundError
+from neardup.errors import IndexCorruptError, IndexExistsError, IndexNotFoundError
 
-__all__ = ["BackupBusyError", "backup"]
+__all__ = ["backup"]
 
 #: times a backup starts again because the index changed under it (each attempt is one snapshot)
 ATTEMPTS = 5
 _COPY_CHUNK = 1 << 24
 
-
-class BackupBusyError(IndexError_, RuntimeError):
-    """Every attempt of a backup met a change it could not copy around (a remove zeroing a text
-    it had listed, a compact replacing a file): run it again at a quieter moment."""
 
 
 def backup(directory: str | os.PathLike, dest: str | os.PathLike, attempts: int = ATTEMPTS) -> dict:

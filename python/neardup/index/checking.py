@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from neardup.index.errors import (
-    IndexCorruptError,
-    TextRemovedError,
-)
+from neardup.errors import IndexCorruptError, TextRemovedError
 from neardup.index import counters
 from neardup.index.store import immediate
 

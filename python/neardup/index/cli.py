@@ -258,7 +258,7 @@ def _fields(a):
 def run(a: argparse.Namespace) -> int:
     """Run ``neardup index ...`` or ``neardup serve``; errors become messages and exit codes."""
     from neardup.errors import InvalidParameterError, NeardupError
-    from neardup.index.errors import (
+    from neardup.errors import (
         DocumentNotFoundError,
         DuplicateIdError,
         IndexConfigError,
@@ -268,8 +268,8 @@ def run(a: argparse.Namespace) -> int:
         IndexNotFoundError,
         ScrubIncompleteError,
     )
-    from neardup.index.backup import BackupBusyError
-    from neardup.io.errors import InputFileError, OutputError, RecordError
+    from neardup.errors import BackupBusyError
+    from neardup.errors import InputFileError, OutputError, RecordError
 
     name = "serve" if a.command == "serve" else f"index {a.index_command}"
     nothing = "; nothing was added" if name == "index add" else ""  # (a query adds nothing anyway)
@@ -310,7 +310,7 @@ def run(a: argparse.Namespace) -> int:
 def _init(a) -> int:
     from neardup.index import Index
 
-    from neardup.pipeline.options import DedupOptions
+    from neardup.stages.options import DedupOptions
 
     idx = Index.create(a.dir, method=a.method, k=a.k, unit=a.unit, num_perm=a.num_perm,
                        scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
@@ -404,7 +404,7 @@ def _verdicts_out(path: str | None):
     """Where `add --verdicts` writes: nothing (None), stdout ("-"), a file that is not a regular
     one (a pipe, /dev/stdout: written as it is, not replaced by a file), else a regular file
     written atomically (complete, or the old one left)."""
-    from neardup.io.errors import OutputError
+    from neardup.errors import OutputError
     from neardup.io.writers import atomic_open
 
     if path is None:
@@ -431,7 +431,7 @@ PLAIN_TEXT = (".txt", ".text", ".md", ".html", ".htm")
 
 def _query(a) -> int:
     from neardup.index import Index
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     given = [bool(a.inputs), a.text is not None, bool(a.text_file)]
     if sum(given) != 1:
@@ -461,7 +461,7 @@ def _query(a) -> int:
 def _read_text_file(path: str) -> str:
     """A plain-text file's content (UTF-8), for ``query --text-file`` and ``remove --ids-file``;
     :class:`InputFileError` naming the file otherwise."""
-    from neardup.io.errors import InputFileError
+    from neardup.errors import InputFileError
     from neardup.io.records import decode_utf8
 
     try:

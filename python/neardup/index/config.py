@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 
 from neardup.errors import InvalidParameterError
-from neardup.pipeline.candidates import choose_bands
-from neardup.pipeline.options import DedupOptions, source_names
+from neardup.stages.candidates import choose_bands
+from neardup.stages.options import DedupOptions, source_names
 
 __all__ = ["CONFIG_KEYS", "IndexConfig"]
 

@@ -26,7 +26,7 @@ import neardup
 from neardup._ints import count
 from neardup.errors import InvalidParameterError
 from neardup.index import store
-from neardup.index.errors import (
+from neardup.errors import (
     DocumentNotFoundError,
     IndexClosedError,
     DuplicateIdError,
@@ -50,7 +50,7 @@ from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.verdicts import Verdict, Verdicts
 from neardup.index.config import CONFIG_KEYS, IndexConfig
-from neardup.pipeline.options import source_names
+from neardup.stages.options import source_names
 from neardup.index.planning import Planning, parts_share_a_story
 from neardup.index.committing import Committing
 from neardup.index.removal import Removal
@@ -60,7 +60,7 @@ from neardup.index.jobs import Job
 from neardup.index.errors import PartsShareAStory, few
 from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.io.records import Checked, Fields
-from neardup.pipeline.signer import Signer, exact_keys
+from neardup.stages.signer import Signer, exact_keys
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
@@ -132,7 +132,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                                         "max_distance + 1 tables of fingerprint blocks (set max_distance)")
         cfg = IndexConfig(**settings)  # (check() reads prefer_source as dedup does)
         cfg.check()
-        from neardup.io.errors import OutputError
+        from neardup.errors import OutputError
 
         # a file where the directory goes, or on its path: said so (the OS's "[Errno 17] File
         # exists" read as "an index exists"), an OutputError as the CLI's other unwritable

@@ -51,7 +51,7 @@ def read(conn: sqlite3.Connection) -> dict[str, int]:
         try:
             out[k] = int(rows[k])
         except (KeyError, ValueError):
-            from neardup.index.errors import IndexCorruptError
+            from neardup.errors import IndexCorruptError
 
             raise IndexCorruptError(f"the count {k!r} in meta is {'missing' if k not in rows else repr(rows[k])}, "
                                     "not a number: `neardup index check --recount` counts again") from None

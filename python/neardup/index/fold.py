@@ -57,7 +57,7 @@ from operator import itemgetter
 import numpy as np
 
 from neardup.index import store
-from neardup.index.errors import FileGoneError
+from neardup.errors import FileGoneError
 from neardup.index.segment import Postings, write_segment
 from neardup import _sets
 

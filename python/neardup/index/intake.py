@@ -5,7 +5,7 @@ A day's add reads 200,000 JSONL records (orjson, the record checks: single-threa
 3-5 s) and signs them (the Rust kernels, GIL released: 3.4-3.7 CPU seconds, each text tokenised
 once for both its exact key and its MinHash signature, ``Signer.keyed``; the two separate
 passes took 4.9). As in the batch job
-(``pipeline.run``), a reader thread parses and checks chunks while this thread computes each
+(``engines.local.run``), a reader thread parses and checks chunks while this thread computes each
 chunk's exact keys, signatures and band keys, and checks its ids against the index, so the two
 run on both cores instead of one after the other.
 
@@ -28,12 +28,12 @@ import numpy as np
 import orjson
 
 from neardup import _core
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 from neardup.io.readers import JsonlSource, irregular_line, lossy, open_sources
 from neardup.io.records import TIME_MAX, TIME_MIN, Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
 from neardup.io.writers import json_default
-from neardup.pipeline.handoff import put_until_stopped, received
-from neardup.pipeline.signer import Signer, exact_keys
+from neardup.stages.handoff import put_until_stopped, received
+from neardup.stages.signer import Signer, exact_keys
 from neardup.simhash import block_keys
 
 __all__ = ["Signed", "Skips", "without_taken_ids", "records", "checked_blocks", "read_checked", "read_and_sign", "sign"]

@@ -26,7 +26,7 @@ import os
 import threading
 import zlib
 
-from neardup.index.errors import IndexCorruptError
+from neardup.errors import IndexCorruptError
 
 __all__ = ["PENDING_MAX_DOCS", "PENDING_MAX_CHARS", "PendingLog", "recover", "covers", "read_fallback", "delete_rows"]
 

@@ -19,16 +19,16 @@ import numpy as np
 
 from neardup import _core
 from neardup.index import store
-from neardup.index.errors import IndexCorruptError
+from neardup.errors import IndexCorruptError
 from neardup.index.segment import Postings
 from neardup.index.intake import Signed, sign
 from neardup.index.stages import Stages
 from neardup.index.verdicts import Verdicts
 from neardup.index.store import State, lookup
 from neardup.io.records import Checked
-from neardup.pipeline.candidates import pairs_from_keys
-from neardup.pipeline.keepers import pick_keepers, source_ranks
-from neardup.pipeline.verify import HashSets, estimate_pairs, verify_exact
+from neardup.stages.candidates import pairs_from_keys
+from neardup.stages.keepers import pick_keepers, source_ranks
+from neardup.stages.verify import HashSets, estimate_pairs, verify_exact
 from neardup.simhash import hamming
 from neardup.index import budget, plan_steps
 from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, first_in_archive, first_in_archive_few,

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from neardup.index.errors import DocumentNotFoundError
+from neardup.errors import DocumentNotFoundError
 from neardup._ints import count
 from neardup.errors import InvalidParameterError
 from neardup.index import counters, store
-from neardup.pipeline.keepers import pick_keepers, source_ranks
+from neardup.stages.keepers import pick_keepers, source_ranks
 from neardup.index.plan_steps import nan_if_none
 
 __all__ = ["Reading"]

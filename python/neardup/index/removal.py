@@ -20,13 +20,13 @@ import numpy as np
 import neardup
 from neardup.errors import InvalidParameterError
 from neardup.io.records import parse_time
-from neardup.index.errors import DocumentNotFoundError, ScrubIncompleteError
+from neardup.errors import DocumentNotFoundError, ScrubIncompleteError
 from neardup.index.segment import Postings, write_segment
 from neardup.index.holes import zero_range
 from neardup.index import counters
 from neardup.index.store import State, immediate, truncate_wal
-from neardup.pipeline.keepers import pick_keepers, source_ranks
-from neardup.pipeline.verify import HashSets, verify_exact
+from neardup.stages.keepers import pick_keepers, source_ranks
+from neardup.stages.verify import HashSets, verify_exact
 from neardup.index.intake import sign
 from neardup.index.plan_steps import nan_if_none
 from neardup.simhash import hamming

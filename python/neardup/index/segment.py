@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup.index.errors import FileGoneError, IndexCorruptError
+from neardup.errors import FileGoneError, IndexCorruptError
 from neardup import _sets
 
 __all__ = ["Postings", "write_segment", "read_segment", "MAGIC", "END"]

@@ -28,8 +28,8 @@ import numpy as np
 
 from neardup import _core
 from neardup.errors import InvalidInputError
-from neardup.index.errors import FileGoneError, IndexCorruptError, IndexLockedError
-from neardup.io.errors import OutputError
+from neardup.errors import FileGoneError, IndexCorruptError, IndexLockedError
+from neardup.errors import OutputError
 from neardup.index.segment import Postings, read_segment
 from neardup import _sets
 

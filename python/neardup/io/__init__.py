@@ -2,7 +2,7 @@
 
 Reused by every runner (the batch ``dedup`` job, the persistent index, the Spark runner).
 """
-from neardup.io.errors import InputFileError, OutputError, RecordError
+from neardup.errors import InputFileError, OutputError, RecordError
 from neardup.io.readers import (
     CsvSource,
     JsonlSource,

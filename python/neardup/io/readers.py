@@ -27,7 +27,7 @@ from typing import IO, Any
 import numpy as np
 
 from neardup.errors import InputTypeError
-from neardup.io.errors import InputFileError, RecordError
+from neardup.errors import InputFileError, RecordError
 from neardup.io.records import (
     JSON_INF,
     JSON_NAN,

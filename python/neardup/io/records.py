@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 from neardup.io.times import TIME_MAX, TIME_MIN, parse_time
 from neardup.io.values import (
     JSON_INF,

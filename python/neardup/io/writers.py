@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import IO
 
 from neardup.errors import NeardupError
-from neardup.io.errors import OutputError, _writable
+from neardup.errors import OutputError, _writable
 
 __all__ = ["atomic_open", "dumps", "json_default", "staged", "writable_tree", "write_jsonl"]
 

@@ -7,7 +7,7 @@ between calls and none of them reads files: the engine moves the data, the kerne
 
 Documents are named by ``pos`` (int64): ``input index << 40 | record number`` (1-based line of
 a JSONL file, row of a Parquet file), so ``pos`` order is input order — the order the local
-engine (``neardup.pipeline``) numbers documents in. That makes the answers of both engines
+engine (``neardup.engines.local``) numbers documents in. That makes the answers of both engines
 identical: the exact-pass representative of a group is its earliest document, a component is
 labelled by its earliest document, clusters are numbered by that label.
 
@@ -48,11 +48,11 @@ import pyarrow.compute as pc
 
 import neardup
 from neardup import _core
-from neardup.io.errors import RecordError
+from neardup.errors import RecordError
 from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
-from neardup.pipeline.keepers import source_ranks
-from neardup.pipeline.options import DedupOptions as _Opts
+from neardup.stages.keepers import source_ranks
+from neardup.stages.options import DedupOptions as _Opts
 from neardup import _sets
 
 __all__ = [
@@ -93,7 +93,7 @@ CHECKED = pa.schema([
 
 @dataclass(frozen=True)
 class KernelParams:
-    """What the kernels need of :class:`neardup.pipeline.DedupOptions` (picklable, small).
+    """What the kernels need of :class:`neardup.stages.options.DedupOptions` (picklable, small).
     The defaults are DedupOptions' own, so that a kernel called with defaults signs as
     ``neardup dedup`` does."""
 
@@ -384,7 +384,7 @@ def bucket_members(table: pa.Table) -> pa.Table:
 
 
 def _sets_of(texts: list[str], params: KernelParams):
-    from neardup.pipeline.verify import HashSets
+    from neardup.stages.verify import HashSets
 
     return HashSets(_cached(params, "shingler").hashes_batch(texts, threads=params.threads))
 
@@ -420,7 +420,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     def sim_batch(i_rows: np.ndarray, j_rows: np.ndarray) -> np.ndarray:
         if estimate:
             return (sig[i_rows] == sig[j_rows]).mean(axis=1)
-        from neardup.pipeline.verify import verify_exact
+        from neardup.stages.verify import verify_exact
 
         pr = np.stack([slot[i_rows], slot[j_rows]], axis=1).astype(np.uint32)
         return verify_exact(sets, pr, params.measure, params.threads)
@@ -484,7 +484,7 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
         b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
         sims = (a == b).mean(axis=1)
     else:
-        from neardup.pipeline.verify import verify_exact
+        from neardup.stages.verify import verify_exact
 
         texts = table.column("text_a").to_pylist() + table.column("text_b").to_pylist()
         sets = _sets_of(texts, params)
@@ -581,7 +581,7 @@ def keeper_rows(table: pa.Table, prefer_source: Sequence[str]) -> pa.Table:
     ``prefer_source`` order, then smallest id) and returns, per member: label, pos, id, rank
     (0 = keeper), size, keeper_pos, keeper_id, rep, keeper_rep and ``exact`` (same non-empty
     exact key as the keeper)."""
-    from neardup.pipeline.keepers import pick_keepers
+    from neardup.stages.keepers import pick_keepers
 
     label = table.column("label").to_numpy()
     pos = table.column("pos").to_numpy()

@@ -1,7 +1,7 @@
 """SimHash kernels: the local engine's block tables, split into buckets an engine can shuffle.
 
 The local engine's candidates for ``--method simhash`` are every pair of fingerprints within
-``max_distance`` bits (``pipeline.candidates.hamming_pairs``, Rust ``hamming_candidates``):
+``max_distance`` bits (``stages.candidates.hamming_pairs``, Rust ``hamming_candidates``):
 the 64 bits are cut into ``max_distance + 1`` blocks, and a pair within the distance agrees
 on at least one whole block (pigeonhole), so it shares that block's value. Each pair is
 reported once, under the *first* block on which it agrees.
@@ -122,7 +122,7 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     reaches the threshold, as in the local engine; ``"estimate"``: every candidate passes,
     with similarity 1 - distance / 64 (the local engine's SimHash estimate)."""
     from neardup.kernels import _sets_of, round6
-    from neardup.pipeline.verify import verify_exact
+    from neardup.stages.verify import verify_exact
 
     empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),
                       "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})

@@ -25,21 +25,28 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from neardup.errors import InvalidParameterError, NeardupError
+from neardup.errors import InvalidParameterError, ListenError, NeardupError
 from neardup.index import Index
-from neardup.index.errors import (DocumentNotFoundError, DuplicateIdError, IndexCorruptError, IndexError_,
-                                  IndexLockedError, ScrubIncompleteError)
-from neardup.io.errors import RecordError
+from neardup.errors import (
+    DocumentNotFoundError,
+    DuplicateIdError,
+    IndexCorruptError,
+    IndexError_,
+    IndexLockedError,
+    ScrubIncompleteError,
+)
+from neardup.errors import RecordError
 from neardup.io.records import parse_time
 from neardup.index.removal import older_than_seconds
 from neardup.service.fastpost import FastPost, replay_once
 from neardup.service.hostcpu import host_cpu, process_cpu, process_state
 from neardup.service.page import SNIPPET_CUT
 from neardup.service.timings import Timings
-from neardup.service.worker import WriterGoneError, WriterProcess, WriterTimeoutError
+from neardup.errors import WriterGoneError, WriterTimeoutError
+from neardup.service.worker import WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter, open_writer, quiet_gc
 
-__all__ = ["create_app", "serve", "ListenError"]
+__all__ = ["create_app", "serve"]
 
 
 # ---------------------------------------------------------------------------- models
@@ -1150,9 +1157,6 @@ def _fd_limits() -> tuple[int, int | None]:
     return (FD_WANTED if soft == resource.RLIM_INFINITY else soft,
             None if hard == resource.RLIM_INFINITY else hard)
 
-
-class ListenError(NeardupError):
-    """`neardup serve` cannot listen on the address asked for (taken, or not allowed)."""
 
 
 def _listen(host: str, port: int):

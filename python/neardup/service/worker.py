@@ -41,10 +41,10 @@ from typing import Any
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
-from neardup.errors import InternalError, NeardupError
+from neardup.errors import InternalError, NeardupError, WriterGoneError
 from neardup.service.hostcpu import process_state
 
-__all__ = ["WriterProcess", "WriterGoneError", "WriterTimeoutError"]
+__all__ = ["WriterProcess"]
 
 #: how long the front waits for a new writer process to open the index and load its segments
 START_TIMEOUT = 600.0
@@ -64,15 +64,6 @@ STOPPING = "the writer process is being stopped (the server is shutting down)"
 UNSENT_MAX = 64 << 20
 
 
-class WriterGoneError(NeardupError, RuntimeError):
-    """The writer process exited while a request waited for it: the request's outcome is unknown
-    (an add may have been committed). The next write starts a new writer process."""
-
-
-class WriterTimeoutError(WriterGoneError):
-    """The writer did not answer a request within the server's write timeout (app.py,
-    ``neardup serve --write-timeout``; a writer process stopped or hung, or a very long batch):
-    the request's outcome is unknown (the writer may still do it, all or nothing)."""
 
 
 class WriterProcess:

@@ -22,8 +22,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from neardup.index import Index
 from neardup.index import store
-from neardup.index.errors import DuplicateIdError, PartsShareAStory, ScrubIncompleteError
-from neardup.io.errors import RecordError
+from neardup.errors import DuplicateIdError, ScrubIncompleteError
+from neardup.index.errors import PartsShareAStory
+from neardup.errors import RecordError
 from neardup.io.records import Fields
 from neardup.service.timings import Timings
 

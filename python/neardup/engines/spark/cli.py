@@ -36,7 +36,7 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
         return 2
     from neardup.engines.spark.run import dedup_spark, session
     from neardup.io.writers import writable_tree
-    from neardup.pipeline.report import summary_text
+    from neardup.stages.report import summary_text
 
     if not a.out:
         print("neardup dedup: -o/--out OUTDIR is required with --engine spark", file=sys.stderr)

@@ -30,8 +30,8 @@ from typing import Any
 from neardup import kernels as K
 from neardup.errors import InvalidParameterError
 from neardup.io.records import Fields
-from neardup.pipeline.candidates import choose_bands
-from neardup.pipeline.options import DedupOptions
+from neardup.stages.candidates import choose_bands
+from neardup.stages.options import DedupOptions
 
 __all__ = ["build_index", "add_batch"]
 

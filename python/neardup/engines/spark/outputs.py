@@ -32,9 +32,9 @@ import time
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.io.errors import OutputError
+from neardup.errors import OutputError
 from neardup.io.writers import dumps, ensure_output_dir
-from neardup.pipeline.kept import as_text, text_fields
+from neardup.stages.kept import as_text, text_fields
 
 __all__ = ["write_outputs", "OutputStage", "stale_kept", "STAGE_PREFIX"]
 
@@ -143,13 +143,13 @@ class OutputStage:
 
 def stale_kept(out: str, output_format: str, inputs: list[str]) -> list[str]:
     """The other format's kept output of the previous run in `out`, removed once this run's
-    outputs are in place: the local engine's rerun rule (``pipeline.run.stale_outputs``:
+    outputs are in place: the local engine's rerun rule (``stages.outputs.stale_outputs``:
     listed in the previous report.json, not newer than it, not an input of this run; nothing
     else is ever touched), for a Spark run's kept *directory* too (an input anywhere inside it
     spares it). `inputs`: this run's local input files."""
     from types import SimpleNamespace
 
-    from neardup.pipeline.run import stale_outputs
+    from neardup.stages.outputs import stale_outputs
 
     return stale_outputs(out, output_format, [SimpleNamespace(path=p) for p in inputs], dirs=True)
 
@@ -214,7 +214,7 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
     from pyspark.sql import functions as F
 
     from neardup.engines.spark.run import _map
-    from neardup.pipeline.parquet_out import write_kept
+    from neardup.stages.parquet_out import write_kept
 
     alt = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
     parts = []
@@ -256,7 +256,7 @@ def _empty_schema(sources, fields) -> pa.Schema:
 
     from neardup.engines.spark.sources import _local_path
     from neardup.io.readers import CsvSource
-    from neardup.pipeline.parquet_out import empty_kept_schema, written_type
+    from neardup.stages.parquet_out import empty_kept_schema, written_type
 
     columns: list = []
     for s in sources:

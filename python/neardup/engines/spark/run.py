@@ -45,14 +45,14 @@ from neardup import kernels as K
 from neardup.engines.spark.outputs import OutputStage, stale_kept, write_outputs
 from neardup.engines.spark.sources import read_sources
 from neardup.errors import InvalidParameterError
-from neardup.io.errors import InputFileError, OutputError, RecordError
+from neardup.errors import InputFileError, OutputError, RecordError
 from neardup.io.writers import ensure_output_dir, writable_tree
 from neardup.io.records import Fields, Limits
 from neardup.lsh import candidate_probability
-from neardup.pipeline.candidates import choose_bands, curve_table
-from neardup.pipeline.options import DedupOptions
-from neardup.pipeline.report import StageLog, peak_rss_mb
-from neardup.pipeline.run import DedupResult, out_path
+from neardup.stages.candidates import choose_bands, curve_table
+from neardup.stages.options import DedupOptions
+from neardup.stages.report import StageLog, peak_rss_mb
+from neardup.stages.outputs import DedupResult, out_path
 
 __all__ = ["session", "dedup_spark", "run_spark", "read_outputs", "SparkDedupResult", "MAX_SKIPPED_LISTED"]
 
@@ -230,7 +230,7 @@ def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, check
     or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
     kept.parquet (or kept.jsonl with ``output_format="jsonl"``) and report.json.
     ``collect=True`` also returns the output rows (small runs and tests only)."""
-    from neardup.pipeline import DedupOptions as _O  # noqa: F401
+    from neardup.stages.options import DedupOptions as _O  # noqa: F401
     from neardup.io.records import Fields as _F
 
     prefer = kwargs.pop("prefer_source", ())

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from neardup import kernels as K
 from neardup.errors import InputTypeError
-from neardup.io.errors import InputFileError, RecordError
+from neardup.errors import InputFileError, RecordError
 from neardup.io.readers import format_of
 from neardup.io.records import Fields, Limits
 
@@ -341,7 +341,7 @@ def _read_csv(spark, path: str, src: int):
     split at line ends: like .jsonl.zst, it is one task, and its records are cached."""
     import json
 
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
     from neardup.io.readers import CsvSource
     from neardup.io.writers import dumps
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neardup.io.records import check_record
-from neardup.pipeline.verify import HashSets, verify_exact
+from neardup.stages.verify import HashSets, verify_exact
 from neardup import _sets
 
 __all__ = ["RereadStats", "read_sets", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]

@@ -10,10 +10,11 @@ import neardup
 from neardup import _core, synth
 from neardup.errors import InvalidParameterError
 from neardup.io import readers
-from neardup.pipeline import memory
-from neardup.pipeline.memory import MemoryLimitError, deep_size, parse_size
-from neardup.pipeline.reread import _held_peak, plan_passes
-from neardup.pipeline.store import RowStore
+from neardup.engines.local import memory
+from neardup.errors import MemoryLimitError
+from neardup.engines.local.memory import deep_size, parse_size
+from neardup.engines.local.reread import _held_peak, plan_passes
+from neardup.engines.local.store import RowStore
 from nd_helpers import read_jsonl
 
 
@@ -205,7 +206,7 @@ def test_collect_false_writes_the_same_files_and_returns_no_rows(corpus, tmp_pat
 def test_rows_are_built_in_chunks(corpus, monkeypatch):
     import sys
 
-    run = sys.modules["neardup.pipeline.run"]  # the module (the package re-exports a function `run`)
+    run = sys.modules["neardup.engines.local.run"]  # the module (the package re-exports a function `run`)
     whole = neardup.dedup(corpus, None)
     monkeypatch.setattr(run, "ROW_CHUNK", 7)  # many chunks, and clusters straddling none
     chunked = neardup.dedup(corpus, None)
@@ -214,7 +215,7 @@ def test_rows_are_built_in_chunks(corpus, monkeypatch):
 
 @pytest.mark.parametrize("n,b,budget", [(5000, 3, 16 * 1024), (3000, 13, 20_000), (1, 2, 10), (40, 2, 10)])
 def test_external_band_sort_gives_the_in_memory_pairs(tmp_path, n, b, budget):
-    from neardup.pipeline.candidates import pairs_from_keys
+    from neardup.stages.candidates import pairs_from_keys
 
     rng = np.random.default_rng(n)
     # few distinct keys per band (many buckets of several rows), and a top-bit-heavy key to

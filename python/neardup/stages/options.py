@@ -152,7 +152,7 @@ class DedupOptions:
             if not os.access(self.tmp_dir, os.W_OK | os.X_OK):
                 bad(f"tmp_dir {self.tmp_dir!r} is not writable")
         if self.memory_limit is not None:
-            from neardup.pipeline.memory import parse_size
+            from neardup.engines.local.memory import parse_size
 
             self.memory_limit = parse_size(self.memory_limit)
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 import neardup
-from neardup.pipeline.keepers import pick_keepers, source_ranks
+from neardup.stages.keepers import pick_keepers, source_ranks
 
 TEXT = ("heavy rain is likely over coastal karnataka and goa for the next three days the weather "
         "office said on sunday and fishermen have been advised not to venture into the sea")

@@ -16,9 +16,9 @@ import pytest
 import neardup
 from neardup.cli import EXIT_OUTPUT, EXIT_USAGE, main
 from neardup.errors import InvalidParameterError
-from neardup.io.errors import OutputError
-from neardup.pipeline import candidates
-from neardup.pipeline.store import RowStore
+from neardup.errors import OutputError
+from neardup.stages import candidates
+from neardup.engines.local.store import RowStore
 from pathlib import Path
 
 from nd_helpers import write_jsonl as _write_jsonl
@@ -131,7 +131,7 @@ class _FullDisk:
 def test_rowstore_spill_on_a_full_disk_is_an_output_error(tmp_path, monkeypatch, err):
     import builtins
 
-    import neardup.pipeline.store as store_mod
+    import neardup.engines.local.store as store_mod
 
     real_open = builtins.open
     monkeypatch.setattr(store_mod, "open", lambda p, m="r", *a, **k: _FullDisk(err) if "w" in m
@@ -263,8 +263,8 @@ def test_rows_at_of_a_spilled_store_equals_indexing(tmp_path):
     idx = rng.integers(0, len(data), size=3000)
     assert np.array_equal(st.rows_at(idx), data[idx])
     assert np.array_equal(st.rows_at(idx[:10]), data[idx[:10]])
-    from neardup.pipeline.run import _estimate
-    from neardup.pipeline.verify import estimate_pairs
+    from neardup.engines.local.run import _estimate
+    from neardup.stages.verify import estimate_pairs
 
     pairs = rng.integers(0, len(data), size=(9000, 2))
     assert np.array_equal(_estimate(st, pairs), estimate_pairs(data, pairs))

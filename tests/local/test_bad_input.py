@@ -282,7 +282,7 @@ def test_crash_while_writing_outputs_leaves_no_half_file(tmp_path, monkeypatch):
     before = {n: (out / n).read_bytes() for n in os.listdir(out)}
     import sys
 
-    kept = sys.modules["neardup.pipeline.kept"]  # the kept records are written there
+    kept = sys.modules["neardup.stages.kept"]  # the kept records are written there
     real = kept._kept_records
 
     def interrupted(*a, **k):
@@ -368,7 +368,7 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     import sys
     import threading
 
-    run = sys.modules["neardup.pipeline.run"]
+    run = sys.modules["neardup.engines.local.run"]
     real = run.exact_keys
     calls = []
 
@@ -395,7 +395,7 @@ def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
 def test_lone_surrogate_in_an_id_is_a_bad_record_not_a_crash(tmp_path):
     # JSON's "\ud800" gives an id that UTF-8 cannot hold: writing it to clusters.jsonl raised
     # UnicodeEncodeError (exit 1, a traceback) after the whole run
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     path = tmp_path / "in.jsonl"
     path.write_text('{"id": "a\\ud800", "text": "heavy rain over the coast today"}\n'
@@ -414,7 +414,7 @@ def test_a_binary_source_is_its_utf8_text(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     text = "heavy rain over the coast for three days, the weather office said on sunday"
     path = tmp_path / "in.parquet"
@@ -438,7 +438,7 @@ def test_binary_id_text_and_title_are_their_utf8_text(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from neardup.io.errors import RecordError
+    from neardup.errors import RecordError
 
     texts = ["heavy rain over the coast for three days, the weather office said on sunday",
              "heavy rain over the coast for three days, the weather office said on monday",

@@ -11,7 +11,7 @@ import numpy as np
 
 from neardup import _core
 from neardup.errors import InvalidParameterError
-from neardup.pipeline.store import private_dir, spill_error
+from neardup.stages.spill import private_dir, spill_error
 from neardup import _sets
 
 __all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
@@ -77,7 +77,7 @@ def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: s
 
     With `large_bucket`, a bucket of more rows than that lists none of its pairs: its rows
     (ascending) are appended to `large` instead, once however many bands share it
-    (``pipeline.buckets`` verifies them without their pairs)."""
+    (``engines.local.buckets`` verifies them without their pairs)."""
     from neardup import lsh
 
     n = len(keys)

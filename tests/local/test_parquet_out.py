@@ -9,7 +9,7 @@ import pytest
 import pyarrow.parquet as pq
 
 import neardup
-from neardup.pipeline.parquet_out import ParquetRecords
+from neardup.stages.parquet_out import ParquetRecords
 
 
 def _write(tmp_path, blocks) -> pa.Table:

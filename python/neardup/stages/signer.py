@@ -1,6 +1,6 @@
 """The signature stage shared by every engine: the exact-pass key and the signer.
 
-One definition, used by the batch job (``pipeline.run``), the persistent index and the Spark
+One definition, used by the batch job (``engines.local.run``), the persistent index and the Spark
 kernels, so that they all sign and group texts the same way.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 
 import neardup
 from neardup import _core
-from neardup.pipeline.options import DedupOptions
+from neardup.stages.options import DedupOptions
 
 __all__ = ["Signer", "exact_keys"]
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import neardup
-from neardup.pipeline import memory
+from neardup.engines.local import memory
 
 WORDS = [f"w{i}" for i in range(60)]
 
@@ -103,7 +103,7 @@ def test_twenty_thousand_near_copies_in_one_bucket():
 
 @pytest.mark.parametrize("budget", [16 * 1024, 3000])
 def test_external_band_sort_keeps_the_same_large_buckets(tmp_path, budget):
-    from neardup.pipeline.candidates import pairs_from_keys
+    from neardup.stages.candidates import pairs_from_keys
 
     rng = np.random.default_rng(budget)
     keys = rng.integers(0, 60, size=(4000, 5), dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)

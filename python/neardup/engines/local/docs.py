@@ -76,7 +76,7 @@ class DocTable:
     def source_rank(self, prefer: tuple[str, ...] | list[str], which: np.ndarray | None = None) -> np.ndarray:
         """Rank of each document's source (of documents `which`; all by default) in `prefer`
         (len(prefer) when not listed)."""
-        from neardup.pipeline.keepers import source_ranks
+        from neardup.stages.keepers import source_ranks
 
         # one rank per distinct source (the keeper rule's own ranking), then one gather: no
         # per-document Python work; the last entry is for documents without a source

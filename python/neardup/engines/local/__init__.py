@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from neardup.io.records import Fields
-from neardup.pipeline.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions, source_names
-from neardup.pipeline.run import DedupResult, run
+from neardup.stages.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions, source_names
+from neardup.stages.outputs import DedupResult
+from neardup.engines.local.run import run
 
 __all__ = ["dedup", "DedupOptions", "DedupResult"]
 

@@ -26,9 +26,9 @@ import numpy as np
 import neardup
 from neardup import _core
 from neardup.io.readers import read_buffer_bytes
-from neardup.pipeline.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
-from neardup.pipeline.reread import read_sets, set_bytes_estimate
-from neardup.pipeline.verify import HashSets
+from neardup.engines.local.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
+from neardup.engines.local.reread import read_sets, set_bytes_estimate
+from neardup.stages.verify import HashSets
 from neardup import _sets
 
 __all__ = ["LargeBuckets", "spanning_pairs"]

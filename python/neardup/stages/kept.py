@@ -228,7 +228,7 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, 
     """The kept records as Parquet: a column per field of any record (types that disagree
     between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
     Spark engine calls too. `empty`: the schema when no record is kept."""
-    from neardup.pipeline.parquet_out import write_kept
+    from neardup.stages.parquet_out import write_kept
 
     def records():
         for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
@@ -244,7 +244,7 @@ def _empty_schema(sources, fields):
     import pyarrow as pa
 
     from neardup.io.readers import CsvSource, ParquetSource
-    from neardup.pipeline.parquet_out import empty_kept_schema, written_type
+    from neardup.stages.parquet_out import empty_kept_schema, written_type
 
     columns = []
     for s in sources:

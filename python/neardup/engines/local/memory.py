@@ -9,16 +9,16 @@ gets what the big one left, and a small input gets the whole limit.
 
 What cannot spill, and so sets the minimum for an input:
 
-* the per-document tables (``pipeline.docs``; about 100 bytes per document plus the id, and
+* the per-document tables (``engines.local.docs``; about 100 bytes per document plus the id, and
   the exact pass's key map while the first pass runs), the interpreter and the batches of text
   in flight;
 * the clusters stage's per-document arrays (:data:`CLUSTER_BYTES_PER_DOC`);
 * the candidate pairs (16 bytes each as document indices).
 
 What spills, in the order the run meets it: the rows the candidate stage reads (band keys,
-signatures or fingerprints: to a file, ``pipeline.store``), the band sort (to partition files,
-``pipeline.candidates``), the held shingle sets of verification (into more re-read passes,
-``pipeline.reread``). When even the minimum is more than the limit, the run stops early with
+signatures or fingerprints: to a file, ``engines.local.store``), the band sort (to partition files,
+``stages.candidates``), the held shingle sets of verification (into more re-read passes,
+``engines.local.reread``). When even the minimum is more than the limit, the run stops early with
 :class:`MemoryLimitError`, which says how much this input needs.
 """
 from __future__ import annotations
@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from neardup.errors import InvalidParameterError
+from neardup.errors import InvalidParameterError, MemoryLimitError
 
-__all__ = ["MemoryBudget", "MemoryLimitError", "parse_size", "current_rss", "release_freed", "deep_size"]
+__all__ = ["MemoryBudget", "parse_size", "current_rss", "release_freed", "deep_size"]
 
 #: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
 #: document; int64): reserved from the start so that the first pass leaves room for them.
@@ -51,9 +51,6 @@ def deep_size(obj: object) -> int:
         return sys.getsizeof(obj) + sum(deep_size(v) for v in obj)
     return sys.getsizeof(obj)
 
-
-class MemoryLimitError(InvalidParameterError):
-    """``--memory-limit`` is below what this input needs (the message says how much)."""
 
 
 def parse_size(text: str | int | None) -> int | None:

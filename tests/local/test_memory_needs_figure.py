@@ -18,7 +18,8 @@ import sys
 
 import pytest
 
-from neardup.pipeline.memory import FirstPassGuard, MemoryBudget, MemoryLimitError
+from neardup.engines.local.memory import FirstPassGuard, MemoryBudget
+from neardup.errors import MemoryLimitError
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
