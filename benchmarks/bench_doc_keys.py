@@ -20,6 +20,7 @@ import time
 
 import pyarrow as pa
 
+from neardup.settings import Settings
 from neardup import kernels as K
 from neardup import synth
 from neardup.io.records import Fields, Limits

@@ -231,19 +231,17 @@ CURVE_OPTIMISER_MAX = 8192
 
 def _cmd_curve(a: argparse.Namespace) -> int:
     from neardup import lsh
-    from neardup.stages.candidates import choose_bands
-
-    from neardup.stages.options import DedupOptions
+    from neardup.settings import Settings
 
     # the settings as dedup checks them, before anything is printed (--bands without --rows was
     # ignored but labelled "pinned")
-    DedupOptions(threshold=a.threshold, num_perm=a.num_perm, recall=a.recall, bands=a.bands, rows=a.rows).check()
+    settings = Settings(threshold=a.threshold, num_perm=a.num_perm, recall=a.recall, bands=a.bands, rows=a.rows)
     png = None
     if a.png:  # as eval's --png: DIR/ gets curve.png, a name without an extension .png; checked first
         from neardup.evaluate.plot import png_path
 
         png = png_path(a.png, "curve.png")
-    b, r = choose_bands(a.threshold, a.num_perm, a.recall, a.bands, a.rows)
+    b, r = settings.band_shape()
     how = "pinned" if a.bands is not None else f"fewest candidates with P >= {a.recall} at the threshold"
     print(f"threshold {a.threshold}, num_perm {a.num_perm}: {b} bands x {r} rows ({how})")
     others = []

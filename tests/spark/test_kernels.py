@@ -4,10 +4,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from neardup.settings import Settings
 import neardup
 from neardup import kernels as K
 
-PARAMS = K.KernelParams(k=3, bands=13, rows=7)
+PARAMS = K.KernelParams(settings=Settings(k=3, bands=13, rows=7))
 
 
 def partition(table: pa.Table, cols, n=3):
@@ -117,7 +118,7 @@ def test_verify_buckets_failed_check_does_not_stop_the_rest():
     a = " ".join(words[:100])
     b = " ".join(words[5:105])
     c = " ".join(words[10:110])
-    p = K.KernelParams(k=1, threshold=0.85)
+    p = K.KernelParams(settings=Settings(k=1, threshold=0.85))
     t = pa.table({"bid": pa.array([1, 1, 1], pa.int64()), "pos": pa.array([1, 2, 3], pa.int64()), "text": [a, b, c]})
     out = K.verify_buckets(t, p)
     assert sorted(zip(out.column("a").to_pylist(), out.column("b").to_pylist())) == [(1, 2), (2, 3)]
@@ -198,5 +199,5 @@ def test_kernel_defaults_are_the_dedup_defaults():
     from neardup.stages.options import DedupOptions
 
     d, p = DedupOptions(), K.KernelParams()
-    for name in ("k", "unit", "num_perm", "scheme", "seed", "threshold", "verify", "measure", "method", "max_distance"):
-        assert getattr(p, name) == getattr(d, name), name
+    assert p.settings == d.settings == Settings()
+    assert (p.bands, p.rows) == Settings().band_shape() == (13, 7)

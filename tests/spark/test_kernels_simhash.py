@@ -4,6 +4,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from neardup.settings import Settings
 import neardup
 from neardup import kernels as K
 from neardup.kernels import simhash as S
@@ -46,7 +47,7 @@ def test_block_masks_cover_the_64_bits_as_the_rust_core_does():
 def test_candidates_and_spanning_edges_give_the_local_components(seed, d):
     fps = fingerprints(seed, d=d)
     ref, _ = neardup._core._allpairs_hamming(fps, d, None)
-    params = K.KernelParams(method="simhash", max_distance=d, verify="estimate")
+    params = K.KernelParams(settings=Settings(method="simhash", max_distance=d, verify="estimate"))
     members = run_grouped(band_rows(fps, d), ["band", "key"], lambda t: S.simhash_candidates(t, params))
     # each pair within the distance is owned by one bucket: the local engine's count
     assert sum(members.column("ncand").to_pylist()) == len(ref) > 0
@@ -68,7 +69,7 @@ def test_a_bucket_of_many_copies_is_not_verified_pairwise():
     rng = np.random.default_rng(5)
     base = int(rng.integers(0, 2**63))
     fps = np.array([base ^ (1 << int(rng.integers(0, 64))) for _ in range(300)], dtype=np.uint64)
-    params = K.KernelParams(method="simhash", max_distance=3, verify="estimate")
+    params = K.KernelParams(settings=Settings(method="simhash", max_distance=3, verify="estimate"))
     members = S.simhash_candidates(band_rows(fps, 3), params)
     ref, _ = neardup._core._allpairs_hamming(fps, 3, None)
     assert sum(members.column("ncand").to_pylist()) == len(ref)
@@ -86,7 +87,7 @@ def test_exact_verification_drops_pairs_below_the_threshold():
     fps = np.asarray(sh.fingerprints(texts), np.uint64)
     fps[1] = fps[0] ^ np.uint64(2)  # all three candidates by their fingerprints: the texts decide
     fps[2] = fps[0] ^ np.uint64(1)
-    params = K.KernelParams(k=1, method="simhash", max_distance=3, threshold=0.5)
+    params = K.KernelParams(settings=Settings(k=1, method="simhash", max_distance=3, threshold=0.5))
     members = S.simhash_candidates(band_rows(fps, 3), params)
     pos = members.column("pos").to_numpy() - 100
     t = members.append_column("text", pa.array([texts[i] for i in pos.tolist()], pa.large_string()))
@@ -101,7 +102,7 @@ def test_doc_keys_simhash_are_the_local_fingerprints_and_blocks():
     texts = ["a storm hit the coast", "a storm hit the coast today", "markets rose"]
     t = pa.table({"pos": pa.array([1, 2, 3], pa.int64()), "text": pa.array(texts, pa.large_string()),
                   "error": pa.array([None, None, None], pa.string())})
-    params = K.KernelParams(k=3, method="simhash", max_distance=4)
+    params = K.KernelParams(settings=Settings(k=3, method="simhash", max_distance=4))
     out = K.doc_keys(t, params)
     want = neardup.SimHash(shingler=neardup.Shingler(k=3, seed=0)).fingerprints(texts)
     fp = out.column("fp").to_numpy().view(np.uint64)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import neardup
+from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.evaluate.metrics import adjusted_rand_index, co_clustered, pairwise_scores
 from neardup.errors import InvalidInputError, InvalidParameterError
 from neardup.errors import InputFileError, RecordError
@@ -44,7 +45,7 @@ class GroundTruth:
 
 
 def ground_truth(inputs, threshold: float, *, fields: Fields = Fields(), k: int = 5, unit: str = "word",
-                 on_error: str = "stop", max_chars: int = 5_000_000, threads: int | None = None,
+                 on_error: str = "stop", max_chars: int = DEFAULT_MAX_CHARS, threads: int | None = None,
                  batch_size: int = 8192, measure: str = "jaccard") -> GroundTruth:
     """Every pair of documents with exact Jaccard (or, with ``measure="containment"``,
     containment) >= threshold (prefix-filtering self-join)."""

@@ -310,22 +310,22 @@ def run(a: argparse.Namespace) -> int:
 def _init(a) -> int:
     from neardup.index import Index
 
-    from neardup.stages.options import DedupOptions
+    from neardup.settings import DEFAULT_SCHEME
 
     idx = Index.create(a.dir, method=a.method, k=a.k, unit=a.unit, num_perm=a.num_perm,
-                       scheme=a.scheme or DedupOptions().scheme, seed=a.seed,
+                       scheme=a.scheme or DEFAULT_SCHEME, seed=a.seed,
                        threshold=a.threshold, recall=a.recall, bands=a.bands, rows=a.rows, verify=a.verify,
                        measure=a.measure, prefer_source=[s.strip() for s in a.prefer_source.split(",") if s.strip()],
                        store_text=not a.no_text, signature_bits=a.signature_bits, max_distance=a.max_distance,
                        segment_min=a.segment_min, l0_max=a.l0_max, merge_max=a.merge_max)
     c = idx.config
     idx.close()
-    if c.method == "simhash":  # no permutations or bands: 64-bit fingerprints in block tables
-        how = f"simhash k={c.k} max_distance={c.max_distance} ({c.max_distance + 1} blocks)"
+    if c.settings.method == "simhash":  # no permutations or bands: 64-bit fingerprints in block tables
+        how = f"simhash k={c.settings.k} max_distance={c.settings.max_distance} ({c.settings.max_distance + 1} blocks)"
     else:
-        how = (f"{c.method} k={c.k} num_perm={c.num_perm} scheme={c.scheme} seed={c.seed}, "
+        how = (f"{c.settings.method} k={c.settings.k} num_perm={c.settings.num_perm} scheme={c.settings.scheme} seed={c.settings.seed}, "
                f"{c.bands} bands x {c.rows} rows")
-    print(f"created index {a.dir}: {how}, threshold {c.threshold}, verify {c.verify}")
+    print(f"created index {a.dir}: {how}, threshold {c.settings.threshold}, verify {c.settings.verify}")
     return EXIT_OK
 
 

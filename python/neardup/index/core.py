@@ -49,8 +49,8 @@ from neardup.index import pending as pend
 from neardup.index.stages import Stages
 from neardup.index.tuning import Tuning
 from neardup.index.verdicts import Verdict, Verdicts
-from neardup.index.config import CONFIG_KEYS, IndexConfig
-from neardup.stages.options import source_names
+from neardup.index.config import IndexConfig
+from neardup.settings import DEFAULT_MAX_CHARS, source_names
 from neardup.index.planning import Planning, parts_share_a_story
 from neardup.index.committing import Committing
 from neardup.index.removal import Removal
@@ -123,15 +123,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         settings = {k: _plain(v) for k, v in settings.items()}  # (NumPy scalars: as Python's)
         tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at,
                                          merge_max=merge_max)
-        unknown = sorted(set(settings) - set(CONFIG_KEYS))
-        if unknown:
-            raise InvalidParameterError(f"unknown index setting {unknown[0]!r} (settings: {', '.join(CONFIG_KEYS)})")
-        if settings.get("method") == "simhash" and (settings.get("bands") is not None or settings.get("rows") is not None):
-            # (they were silently replaced by the fingerprint's tables; dedup refuses them)
-            raise InvalidParameterError("bands and rows apply to MinHash's LSH: SimHash finds candidates through "
-                                        "max_distance + 1 tables of fingerprint blocks (set max_distance)")
-        cfg = IndexConfig(**settings)  # (check() reads prefer_source as dedup does)
-        cfg.check()
+        cfg = IndexConfig.from_keywords(**settings)
         from neardup.errors import OutputError
 
         # a file where the directory goes, or on its path: said so (the OS's "[Errno 17] File
@@ -276,7 +268,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             conn.close()
             raise IndexConfigError(
                 f"{directory}: this build of neardup computes different signatures or exact keys for the "
-                f"index's settings ({cfg.scheme}, seed {cfg.seed}, k {cfg.k}, unit {cfg.unit}) than the build "
+                f"index's settings ({cfg.settings.scheme}, seed {cfg.settings.seed}, k {cfg.settings.k}, unit {cfg.settings.unit}) than the build "
                 f"that made it ({meta.get('neardup_version')}); rebuild the index")
         try:
             tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max,
@@ -623,7 +615,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
 
     # ------------------------------------------------------------------ public: add, query
-    def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000,
+    def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS,
             dry_run: bool = False, note: str | None = None, on_error: str = "stop") -> Verdicts:
         """Add a batch (paths, a list of record dicts, ...): each document is checked against the
         archive and the earlier part of the batch, then the batch is inserted — all or nothing.
@@ -758,7 +750,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 self._wlock.release()
         return set(self._present(self._conn(), keys))
 
-    def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = 5_000_000) -> list[Verdict]:
+    def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> list[Verdict]:
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
         if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
             inputs = [{"id": "query", "text": inputs}]
@@ -887,7 +879,7 @@ def _probe(cfg: IndexConfig) -> str:
     or character units the text's exact key follows (keys in those units' own tokens since
     2026-12-01: an index whose keys were made of word tokens is refused, not mixed)."""
     sig = np.asarray(Signer(cfg.options()).batch([PROBE_TEXT]))[0]
-    out = np.asarray(sig).astype("<u4" if cfg.method == "minhash" else "<u8").tobytes().hex()
-    if cfg.unit != "word":
-        out += f":{int(exact_keys([PROBE_TEXT], 1, cfg.unit)[0][0]):016x}"
+    out = np.asarray(sig).astype("<u4" if cfg.settings.method == "minhash" else "<u8").tobytes().hex()
+    if cfg.settings.unit != "word":
+        out += f":{int(exact_keys([PROBE_TEXT], 1, cfg.settings.unit)[0][0]):016x}"
     return out

@@ -279,15 +279,15 @@ def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int |
     the signature is the (n, 1) fingerprint and the band keys are its `bands` blocks (the
     tables of ``neardup dedup --method simhash``: ``neardup.simhash.block_keys``)."""
     n = len(texts)
-    simhash = signer.opts.method == "simhash"
-    width, dtype = (1, np.uint64) if simhash else (signer.opts.num_perm, np.uint32)
+    simhash = signer.opts.settings.method == "simhash"
+    width, dtype = (1, np.uint64) if simhash else (signer.opts.settings.num_perm, np.uint32)
     if n == 0:
         return Signed(np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros((0, width), dtype), np.zeros((0, bands), np.uint64))
     keyed = signer.keyed(texts)  # MinHash: one tokenisation of each text for its key and signature
     if keyed is not None:
         sigs, ek, ntok = keyed
     else:
-        ek, ntok = exact_keys(texts, threads, signer.opts.unit)
+        ek, ntok = exact_keys(texts, threads, signer.opts.settings.unit)
     has_tok = ntok > 0
     ek = np.where(has_tok, ek, np.uint64(0))
     tok = np.flatnonzero(has_tok)

@@ -162,14 +162,14 @@ class Planning:
             if int(arch_exact[i]) not in meta:  # removed since the postings were read
                 arch_exact[i] = -1
 
-        if cfg.method == "simhash":
+        if cfg.settings.method == "simhash":
             # a candidate shares a block; it is one when the whole fingerprints are within
             # max_distance bits (as neardup dedup's SimHash tables)
             fa = self._sigs_of(conn, cd.tolist(), meta)
             far = np.array([fa[d][0] for d in cd.tolist()], np.uint64)
-            ok = hamming(sigs[sig_row[ci], 0], far) <= cfg.max_distance
+            ok = hamming(sigs[sig_row[ci], 0], far) <= cfg.settings.max_distance
             ci, cd = ci[ok], cd[ok]
-            ok = hamming(sigs[sig_row[bp[:, 0]], 0], sigs[sig_row[bp[:, 1]], 0]) <= cfg.max_distance
+            ok = hamming(sigs[sig_row[bp[:, 0]], 0], sigs[sig_row[bp[:, 1]], 0]) <= cfg.settings.max_distance
             bp = bp[ok]
 
         sw.lap("plan: archive metadata")
@@ -231,7 +231,7 @@ class Planning:
         new_sim = np.ones(n)
         new_match: list[str | None] = [None] * n
         sim_jobs: list[tuple[str, int, str, int, int]] = []  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
-        prefer = self.config.prefer_source
+        prefer = self.config.settings.prefer_source
         absorbed: dict[int, list[int]] = {}
         for o_, t in merged.items():
             absorbed.setdefault(t, []).append(o_)
@@ -377,31 +377,31 @@ class Planning:
             blob = rows[d]["signature"]
             if blob is None or len(blob) != self._sig_dtype.itemsize * self._sig_width:
                 raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
-            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint64 if self.config.method == "simhash"
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint64 if self.config.settings.method == "simhash"
                                                                       else np.uint32)
         return out
 
     @property
     def _sig_dtype(self) -> np.dtype:
-        if self.config.method == "simhash":
+        if self.config.settings.method == "simhash":
             return np.dtype("<u8")
         return np.dtype("<u2") if self.config.signature_bits == 16 else np.dtype("<u4")
 
     @property
     def _sig_width(self) -> int:
         """Values per stored signature: num_perm MinHash values, or one SimHash fingerprint."""
-        return 1 if self.config.method == "simhash" else self.config.num_perm
+        return 1 if self.config.settings.method == "simhash" else self.config.settings.num_perm
 
     @property
     def _stores_sigs(self) -> bool:
         """Signatures are kept for estimates, and SimHash fingerprints always (the candidates'
         distance check needs the archive's fingerprints: 8 bytes an article)."""
-        return self.config.verify == "estimate" or self.config.method == "simhash"
+        return self.config.settings.verify == "estimate" or self.config.settings.method == "simhash"
 
     def _estimate(self, mat: np.ndarray, pairs: np.ndarray) -> np.ndarray:
         """The signature estimate of each pair of rows of `mat`: MinHash's share of equal values,
         SimHash's 1 - distance / 64 (as ``neardup dedup``)."""
-        if self.config.method == "simhash":
+        if self.config.settings.method == "simhash":
             pairs = np.asarray(pairs, np.int64).reshape(-1, 2)
             return 1.0 - hamming(mat[pairs[:, 0], 0], mat[pairs[:, 1], 0]) / 64.0
         return estimate_pairs(mat, pairs)
@@ -409,7 +409,7 @@ class Planning:
     def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
         """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
         estimate against the archive or the batch is the same whichever add brought it."""
-        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.method == "minhash" else sigs
+        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.settings.method == "minhash" else sigs
 
     def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict,
                    sw: Stages | None = None) -> list[np.ndarray]:
@@ -432,9 +432,9 @@ class Planning:
             return np.zeros(0), np.zeros(0)
         batch_need, bl, al, allp = (pair_rows_few if len(docs) <= plan_steps.SMALL_PLAN else pair_rows)(ci, cd, bp)
         na = len(ci)
-        if self.config.verify == "exact":
+        if self.config.settings.verify == "exact":
             hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
-            sims = verify_exact(HashSets(hs), allp, self.config.measure, self.threads)
+            sims = verify_exact(HashSets(hs), allp, self.config.settings.measure, self.threads)
         else:
             asg = self._sigs_of(conn, al, meta)
             mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
@@ -470,8 +470,8 @@ class Planning:
         pos = {d: i for i, d in enumerate(ds)}
         pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
         item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
-        if self.config.verify == "exact":
-            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.measure,
+        if self.config.settings.verify == "exact":
+            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.settings.measure,
                                 self.threads)
         else:
             asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])

@@ -180,12 +180,12 @@ class Reading:
             rows: list = []
             for row in cur:
                 if row[0] != cur_c and rows:
-                    yield _cluster_row(rows, self.config.prefer_source)
+                    yield _cluster_row(rows, self.config.settings.prefer_source)
                     rows = []
                 cur_c = row[0]
                 rows.append(row)
             if rows:
-                yield _cluster_row(rows, self.config.prefer_source)
+                yield _cluster_row(rows, self.config.settings.prefer_source)
         finally:
             try:
                 conn.execute("COMMIT")

@@ -412,7 +412,7 @@ class Removal:
             return []
         bar = cfg.pass_bar
         fp = None
-        if cfg.method == "simhash":
+        if cfg.settings.method == "simhash":
             fp = np.zeros(len(rest), np.uint64)
             fp[tok] = signed.sigs[:, 0]
         similarities = self._pair_measure(conn, ds, texts)
@@ -468,7 +468,7 @@ class Removal:
 
         def measure(pr: np.ndarray) -> np.ndarray:
             if not held:
-                if self.config.verify == "exact":
+                if self.config.settings.verify == "exact":
                     if texts is None:
                         read = self._texts_of(conn, ds)
                         held.append(HashSets(self.signer.hashes([read[d] for d in ds])))
@@ -477,8 +477,8 @@ class Removal:
                 else:
                     sg = self._sigs_of(conn, ds)
                     held.append(np.stack([sg[d] for d in ds]))
-            if self.config.verify == "exact":
-                return np.asarray(verify_exact(held[0], pr, self.config.measure), np.float64)
+            if self.config.settings.verify == "exact":
+                return np.asarray(verify_exact(held[0], pr, self.config.settings.measure), np.float64)
             return np.asarray(self._estimate(held[0], pr), np.float64)
 
         return measure
@@ -497,7 +497,7 @@ class Removal:
             pr, code = pr[new], code[new]
             checked.update(code.tolist())
             if fp is not None:  # SimHash: a candidate is within max_distance bits
-                pr = pr[hamming(fp[pr[:, 0]], fp[pr[:, 1]]) <= self.config.max_distance]
+                pr = pr[hamming(fp[pr[:, 0]], fp[pr[:, 1]]) <= self.config.settings.max_distance]
             if not len(pr):
                 continue
             sims = similarities(pr)
@@ -537,7 +537,7 @@ class Removal:
         id_rank = np.empty(m, np.int64)
         id_rank[np.argsort(np.array(ids, dtype=str), kind="stable")] = np.arange(m)
         ordered, _ = pick_keepers(np.zeros(m, np.int64), np.arange(m), times,
-                                  source_ranks([x["source"] for x in members], self.config.prefer_source), id_rank)
+                                  source_ranks([x["source"] for x in members], self.config.settings.prefer_source), id_rank)
         return members[int(ordered[0])]
 
     def _after_remove(self, st: State | None, gen: int, removed: list[int]) -> None:

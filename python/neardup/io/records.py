@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.errors import RecordError
 from neardup.io.times import TIME_MAX, TIME_MIN, parse_time
 from neardup.io.values import (
@@ -52,7 +53,7 @@ class Limits:
     any other: kept.parquet keeps it, kept.jsonl writes null (docs/dedup.md). The persistent
     index does not set it: it stores such values as null, as docs/index.md says."""
 
-    max_chars: int = 5_000_000
+    max_chars: int = DEFAULT_MAX_CHARS
     strict_json: bool = False
 
 

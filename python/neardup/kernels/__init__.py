@@ -40,7 +40,8 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +53,8 @@ from neardup.errors import RecordError
 from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
 from neardup.stages.keepers import source_ranks
-from neardup.stages.options import DedupOptions as _Opts
+from neardup.settings import Settings
+from neardup.stages.options import DedupOptions
 from neardup import _sets
 
 __all__ = [
@@ -93,46 +95,46 @@ CHECKED = pa.schema([
 
 @dataclass(frozen=True)
 class KernelParams:
-    """What the kernels need of :class:`neardup.stages.options.DedupOptions` (picklable, small).
-    The defaults are DedupOptions' own, so that a kernel called with defaults signs as
-    ``neardup dedup`` does."""
+    """What the kernels need (picklable, small, hashable): the run's :class:`Settings` and the
+    threads each kernel call may use. The default settings are ``neardup dedup``'s, so that a
+    kernel called with defaults signs as the local engine does."""
 
-    k: int = _Opts.k
-    unit: str = _Opts.unit
-    num_perm: int = _Opts.num_perm
-    scheme: str = _Opts.scheme
-    seed: int = _Opts.seed
-    bands: int = 13
-    rows: int = 7
-    threshold: float = _Opts.threshold
-    verify: str = _Opts.verify
-    measure: str = _Opts.measure
+    settings: Settings = field(default_factory=Settings)
     threads: int | None = 1
-    method: str = _Opts.method
-    max_distance: int = _Opts.max_distance
 
     @classmethod
-    def from_options(cls, opts, bands: int, rows: int, threads: int | None = 1) -> "KernelParams":
-        return cls(k=opts.k, unit=opts.unit, num_perm=opts.num_perm, scheme=opts.scheme, seed=opts.seed,
-                   bands=bands, rows=rows, threshold=opts.threshold, verify=opts.verify,
-                   measure=opts.measure, threads=threads, method=opts.method, max_distance=opts.max_distance)
+    def from_options(cls, opts: DedupOptions, bands: int, rows: int, threads: int | None = 1) -> KernelParams:
+        """The kernels' parameters of a run, its MinHash bands pinned at (bands, rows)."""
+        settings = opts.settings
+        if settings.method == "minhash":
+            settings = settings.replace(bands=bands, rows=rows)
+        return cls(settings=settings, threads=threads)
+
+    @cached_property
+    def _shape(self) -> tuple[int, int]:
+        return self.settings.band_shape()
+
+    @property
+    def bands(self) -> int:
+        return self._shape[0]
+
+    @property
+    def rows(self) -> int:
+        return self._shape[1]
 
     @property
     def nkeys(self) -> int:
         """Band keys per document: the LSH bands, or SimHash's ``max_distance + 1`` blocks."""
-        return self.bands if self.method == "minhash" else self.max_distance + 1
+        return self._shape[0]
 
     def shingler(self) -> neardup.Shingler:
-        # the local engine's signer: Shingler(k, unit, seed=0)
-        return neardup.Shingler(k=self.k, unit=self.unit, seed=0)
+        return self.settings.shingler()
 
     def minhash(self) -> neardup.MinHash:
-        return neardup.MinHash(num_perm=self.num_perm, seed=self.seed, scheme=self.scheme,
-                               shingler=self.shingler())
+        return self.settings.minhash()
 
     def simhash(self) -> neardup.SimHash:
-        # the local engine's signer: SimHash(64, the same shingler)
-        return neardup.SimHash(bits=64, shingler=self.shingler())
+        return self.settings.simhash()
 
 
 _CACHE: dict = {}
@@ -277,7 +279,7 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     b = params.nkeys
     keys = np.zeros((0, b), np.uint64)
     fps = np.zeros(0, np.uint64)
-    if len(idx) and params.method == "minhash":
+    if len(idx) and params.settings.method == "minhash":
         # signatures, exact keys and token counts in one pass over the texts (read in place)
         text = table.column("text").take(pa.array(idx)).combine_chunks()
         sigs, k_, n_ = _cached(params, "minhash")._signatures_keyed(text, threads=params.threads)
@@ -290,14 +292,14 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
             keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[has_tok]), b, params.rows, threads=params.threads)
     elif len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
-        ek = exact_keys(good, params.threads, params.unit)
+        ek = exact_keys(good, params.threads, params.settings.unit)
         xkey[idx] = ek.column("xkey").to_numpy()
         ntok[idx] = ek.column("ntok").to_numpy()
         tok = idx[ntok[idx] > 0]
         if len(tok):
             text = table.column("text").take(pa.array(tok)).combine_chunks()
             fps = np.asarray(_cached(params, "simhash").fingerprints(text, threads=params.threads), np.uint64)
-            keys = block_keys(fps, params.max_distance)
+            keys = block_keys(fps, params.settings.max_distance)
     else:
         tok = idx
     has = np.zeros(n, bool)
@@ -307,7 +309,7 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     bkeys = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
                                      pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
                                      mask=pa.array(~has))
-    simhash = params.method == "simhash"
+    simhash = params.settings.method == "simhash"
     fp = np.zeros(n, np.uint64)
     if simhash:
         fp[tok] = fps
@@ -331,7 +333,7 @@ def band_rows(table: pa.Table, params: KernelParams, with_sig: bool = False) -> 
         sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
         keys = neardup.lsh.band_keys(sigs, b, r, threads=params.threads)  # (n, b) uint64
     else:
-        sigs = np.zeros((0, params.num_perm), np.uint32)
+        sigs = np.zeros((0, params.settings.num_perm), np.uint32)
         keys = np.zeros((0, b), np.uint64)
     out = {
         "band": pa.array(np.tile(np.arange(b, dtype=np.int32), n), pa.int32()),
@@ -406,7 +408,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     pos = table.column("pos").to_numpy()
     order = np.lexsort((pos, bid))
     bid, pos = bid[order], pos[order]
-    estimate = params.verify == "estimate"
+    estimate = params.settings.verify == "estimate"
     if estimate:
         raw = table.column("sig").combine_chunks()
         sig = np.frombuffer(b"".join(raw.take(pa.array(order)).to_pylist()), dtype=np.uint32).reshape(len(pos), -1)
@@ -423,7 +425,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
         from neardup.stages.verify import verify_exact
 
         pr = np.stack([slot[i_rows], slot[j_rows]], axis=1).astype(np.uint32)
-        return verify_exact(sets, pr, params.measure, params.threads)
+        return verify_exact(sets, pr, params.settings.measure, params.threads)
 
     starts = np.flatnonzero(np.r_[True, bid[1:] != bid[:-1]])
     ends = np.r_[starts[1:], len(bid)]
@@ -433,7 +435,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     two = starts[sizes == 2]
     if len(two):
         s = sim_batch(two, two + 1)
-        ok = s >= params.threshold
+        ok = s >= params.settings.threshold
         out_a.append(pos[two][ok])
         out_b.append(pos[two + 1][ok])
         out_s.append(s[ok])
@@ -454,7 +456,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
                 if find(i) == find(j):
                     continue
                 sim = float(sim_batch(np.array([s0 + i]), np.array([s0 + j]))[0])
-                if sim >= params.threshold:
+                if sim >= params.settings.threshold:
                     parent[find(i)] = find(j)
                     out_a.append(np.array([pos[s0 + i]]))
                     out_b.append(np.array([pos[s0 + j]]))
@@ -476,10 +478,10 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
     if n == 0:
         return (table.append_column("similarity", pa.array([], pa.float64()))
                 .append_column("similarity6", pa.array([], pa.float64())))
-    if params.verify == "estimate" and params.method == "simhash":
+    if params.settings.verify == "estimate" and params.settings.method == "simhash":
         sims = hamming_similarity(table.column("fp_a").to_numpy().view(np.uint64),
                                   table.column("fp_b").to_numpy().view(np.uint64))
-    elif params.verify == "estimate":
+    elif params.settings.verify == "estimate":
         a = np.frombuffer(b"".join(table.column("sig_a").to_pylist()), dtype=np.uint32).reshape(n, -1)
         b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
         sims = (a == b).mean(axis=1)
@@ -489,7 +491,7 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
         texts = table.column("text_a").to_pylist() + table.column("text_b").to_pylist()
         sets = _sets_of(texts, params)
         pr = np.stack([np.arange(n), np.arange(n, 2 * n)], axis=1).astype(np.uint32)
-        sims = verify_exact(sets, pr, params.measure, params.threads)
+        sims = verify_exact(sets, pr, params.settings.measure, params.threads)
     keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b", "fp_a", "fp_b")]
     sims = np.asarray(sims, np.float64)
     return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))

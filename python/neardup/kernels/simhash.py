@@ -82,7 +82,7 @@ def simhash_candidates(table: pa.Table, params) -> pa.Table:
     """Rows (band, key, pos, fp), every row of a (band, key) bucket in this table → the rows
     of the members of the pairs each bucket owns, named by bucket (``bid``); ``ncand``: the
     owned pairs, counted on one row of the table (0 on the others)."""
-    d = params.max_distance
+    d = params.settings.max_distance
     masks = block_masks(d)
     band = table.column("band").to_numpy().astype(np.int64)
     pos = table.column("pos").to_numpy()
@@ -128,7 +128,7 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
                       "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})
     if table.num_rows == 0:
         return empty
-    d = params.max_distance
+    d = params.settings.max_distance
     masks = block_masks(d)
     bid = table.column("bid").to_numpy()
     band = table.column("band").to_numpy().astype(np.int64)
@@ -136,7 +136,7 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     order = np.lexsort((pos, bid, band))
     bid, band, pos = bid[order], band[order], pos[order]
     fp = table.column("fp").to_numpy().view(np.uint64)[order]
-    exact = params.verify == "exact"
+    exact = params.settings.verify == "exact"
     if exact:
         texts = table.column("text").take(pa.array(order)).to_pylist()
         upos, first = np.unique(pos, return_index=True)  # each distinct document once
@@ -146,11 +146,11 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     def sims(i: np.ndarray, j: np.ndarray) -> np.ndarray:
         if exact:
             pr = np.stack([slot[i], slot[j]], axis=1).astype(np.uint32)
-            return np.asarray(verify_exact(sets, pr, params.measure, params.threads), np.float64)
+            return np.asarray(verify_exact(sets, pr, params.settings.measure, params.threads), np.float64)
         return hamming_similarity(fp[i], fp[j])
 
     def passes(s: np.ndarray) -> np.ndarray:
-        return s >= params.threshold if exact else np.ones(len(s), bool)
+        return s >= params.settings.threshold if exact else np.ones(len(s), bool)
 
     new = np.r_[True, (band[1:] != band[:-1]) | (bid[1:] != bid[:-1])]
     starts = np.flatnonzero(new)

@@ -10,25 +10,11 @@ import os
 import numpy as np
 
 from neardup import _core
-from neardup.errors import InvalidParameterError
+from neardup.settings import choose_bands
 from neardup.stages.spill import private_dir, spill_error
 from neardup import _sets
 
 __all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
-
-
-def choose_bands(threshold: float, num_perm: int, recall: float = 0.95, bands: int | None = None,
-                 rows: int | None = None) -> tuple[int, int]:
-    """(b, r): pinned, or the recall-targeted choice (fewest expected candidates such that a pair
-    at the threshold is found with probability >= `recall`)."""
-    from neardup import lsh
-
-    if bands is not None and rows is not None:
-        if bands * rows > num_perm:
-            raise InvalidParameterError(f"bands x rows = {bands * rows} exceeds num_perm = {num_perm}")
-        return int(bands), int(rows)
-    b, r = lsh.params_for_recall(threshold, num_perm, recall=recall)
-    return int(b), int(r)
 
 
 def curve_table(b: int, r: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0)) -> list[dict]:

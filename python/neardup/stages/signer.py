@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import neardup
 from neardup import _core
 from neardup.stages.options import DedupOptions
 
@@ -27,21 +26,22 @@ class Signer:
 
     def __init__(self, opts: DedupOptions) -> None:
         self.opts = opts
-        self.shingler = neardup.Shingler(k=opts.k, unit=opts.unit, seed=0)
-        if opts.method == "minhash":
-            self.mh = neardup.MinHash(num_perm=opts.num_perm, seed=opts.seed, scheme=opts.scheme, shingler=self.shingler)
+        settings = opts.settings
+        self.shingler = settings.shingler()
+        if settings.method == "minhash":
+            self.mh = settings.minhash()
         else:
-            self.sh = neardup.SimHash(bits=64, shingler=self.shingler)
+            self.sh = settings.simhash()
 
     def batch(self, texts: list[str]) -> np.ndarray:
-        if self.opts.method == "minhash":
+        if self.opts.settings.method == "minhash":
             return self.mh.signatures(texts, threads=self.opts.threads)
         return np.asarray(self.sh.fingerprints(texts, threads=self.opts.threads), dtype=np.uint64)
 
     def keyed(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """(signatures, exact keys, token counts) of every text, each tokenised once
         (``exact_keys`` and :meth:`batch` in one pass); None for SimHash (call both)."""
-        if self.opts.method != "minhash":
+        if self.opts.settings.method != "minhash":
             return None
         sigs, keys, ntok = self.mh._signatures_keyed(texts, threads=self.opts.threads)
         return sigs, np.asarray(keys, dtype=np.uint64), np.asarray(ntok, dtype=np.uint64)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from neardup.io.records import Fields
-from neardup.stages.options import DEFAULT_SCHEME, LARGE_BUCKET, DedupOptions, source_names
+from neardup.settings import DEFAULT_MAX_CHARS, DEFAULT_SCHEME, Settings
+from neardup.stages.options import LARGE_BUCKET, DedupOptions
 from neardup.stages.outputs import DedupResult
 from neardup.engines.local.run import run
 
@@ -38,7 +39,7 @@ def dedup(
     measure: str = "jaccard",
     prefer_source: Sequence[str] | str = (),
     on_error: str = "stop",
-    max_chars: int = 5_000_000,
+    max_chars: int = DEFAULT_MAX_CHARS,
     output_format: str = "jsonl",
     batch_size: int = 8192,
     threads: int | None = None,
@@ -63,14 +64,16 @@ def dedup(
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
     """
-    prefer_source = source_names(prefer_source)
+    settings = Settings(
+        method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed, threshold=threshold,
+        recall=recall, bands=bands, rows=rows, max_distance=max_distance, verify=verify, measure=measure,
+        prefer_source=prefer_source, max_chars=max_chars,
+    )
     opts = DedupOptions(
+        settings=settings,
         fields=Fields(id=id_field, text=text_field, title=title_field, time=time_field or None,
                       source=source_field or None),
-        method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed,
-        threshold=threshold, recall=recall, bands=bands, rows=rows, max_distance=max_distance,
-        verify=verify, measure=measure, prefer_source=prefer_source, on_error=on_error,
-        max_chars=max_chars, output_format=output_format, batch_size=batch_size, threads=threads,
+        on_error=on_error, output_format=output_format, batch_size=batch_size, threads=threads,
         progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
         large_bucket=large_bucket,
     )

@@ -52,7 +52,7 @@ class LargeBuckets:
 def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, signer, fields, limits, opts,
                    mem: MemoryBudget, ntok: np.ndarray | None = None, sigs_of=None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Spanning edges (document pairs a < b) and their similarities for the large buckets,
-    given the verified `near` pairs of the rest; with ``opts.verify == "estimate"``,
+    given the verified `near` pairs of the rest; with ``opts.settings.verify == "estimate"``,
     `sigs_of(docs)` gives the signature rows of documents instead of re-reading them."""
     info = {"buckets": len(lb), "documents": 0, "largest": int(lb.sizes().max()) if len(lb) else 0,
             "checks": 0, "spanning_edges": 0, "groups": 0, "documents_read": 0}
@@ -77,14 +77,14 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
         if sigs_of is not None:
             edges, sims, checks = _core._bucket_spanning_estimate(
                 offs.astype(np.int64), local, seed, np.ascontiguousarray(sigs_of(local_docs), np.uint32),
-                float(opts.threshold))
+                float(opts.settings.threshold))
         else:
             sets, read = read_sets(sources, docs, local_docs, signer, fields, limits, opts)
             info["documents_read"] += read
             hs = HashSets(sets)
             del sets
             edges, sims, checks = _core._bucket_spanning_exact(offs.astype(np.int64), local, seed, hs.data,
-                                                               hs.offsets, opts.measure, float(opts.threshold))
+                                                               hs.offsets, opts.settings.measure, float(opts.settings.threshold))
             del hs
         info["checks"] += int(checks)
         if len(edges):
@@ -104,7 +104,7 @@ def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, 
     k = len(lb)
     if not mem.limited or ntok is None:
         return [list(range(k))]
-    per_doc = 2 * set_bytes_estimate(ntok, opts.k) + 16  # the sets, and the local tables
+    per_doc = 2 * set_bytes_estimate(ntok, opts.settings.k) + 16  # the sets, and the local tables
     need = [int(per_doc[lb.members[lb.offsets[i] : lb.offsets[i + 1]]].sum()) for i in range(k)]
     # reserved: the clusters stage, and the components recomputed before each group (16 a document)
     free = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need) + read_bytes,

@@ -88,7 +88,7 @@ def plan_passes(a_docs: np.ndarray, last_b: np.ndarray, size: np.ndarray, budget
 
 def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts, *, budget: int | None,
                   size, progress=None) -> tuple[np.ndarray, RereadStats]:
-    """Exact similarity (``opts.measure``) of every pair of document indices; `size(docs)`
+    """Exact similarity (``opts.settings.measure``) of every pair of document indices; `size(docs)`
     gives the set size estimates of documents `docs` (:func:`set_bytes_estimate`)."""
     stats = RereadStats()
     m = len(pairs)
@@ -146,7 +146,7 @@ def _one_pass(sources, docs, pairs, where, sims, signer, fields, limits, opts, s
             here = dict(zip(batch_docs, hashes))
             arrays = [held[d] if d in held else here[d] for d in ids.tolist()]
             local = np.stack([np.searchsorted(ids, pa), np.searchsorted(ids, pb)], axis=1)
-            sims[where[p:q]] = verify_exact(HashSets(arrays), local, opts.measure, opts.threads)
+            sims[where[p:q]] = verify_exact(HashSets(arrays), local, opts.settings.measure, opts.threads)
             p = q
         while f < len(free_at) and free_at[f] <= top:
             held.pop(free_order[f], None)

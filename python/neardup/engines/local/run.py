@@ -32,7 +32,6 @@ from neardup.io.records import check_record
 from neardup.io.writers import atomic_open, staged, writable_tree
 from neardup.engines.local.buckets import LargeBuckets, spanning_pairs
 from neardup.stages.candidates import (
-    choose_bands,
     curve_table,
     hamming_pairs,
     lsh_pairs,
@@ -137,7 +136,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # block and the estimate work are kept from the first pass on
         signed = int(scale * sum(len(p) for p in sig_doc_parts))
         b = band_rows[0] if band_rows else 1
-        keys = 8 * b * signed if opts.method == "minhash" and opts.verify != "exact" else 0
+        keys = 8 * b * signed if opts.settings.method == "minhash" and opts.settings.verify != "exact" else 0
         # a re-read's batch is at most a batch of the largest documents so far; it is taken
         # only from the candidates' documents, unknown yet, so it is bounded by what the
         # first pass's own batches in flight take (texts, kernels' outputs, reader's buffer)
@@ -150,7 +149,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     def reread_work() -> int:
         # verification and the keepers' similarities re-read documents a batch at a time
         # (reread.working_bytes, from the largest documents: here the largest so far)
-        if opts.verify != "exact" or not ntok_parts:
+        if opts.settings.verify != "exact" or not ntok_parts:
             return 0
         new = ntok_parts[top_ntok[1]:]
         if new:
@@ -158,8 +157,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             m = min(len(both), opts.batch_size)
             top_ntok[0], top_ntok[1] = np.partition(both, len(both) - m)[-m:], len(ntok_parts)
         big = top_ntok[0]
-        return working_bytes(big, 0, opts.batch_size, opts.k, read_buffer_bytes(sources)) + (
-            int(set_bytes_estimate(big, opts.k).max()) if len(big) else 0)
+        return working_bytes(big, 0, opts.batch_size, opts.settings.k, read_buffer_bytes(sources)) + (
+            int(set_bytes_estimate(big, opts.settings.k).max()) if len(big) else 0)
 
     def estimate_work() -> int:
         # --verify estimate: the clusters stage copies a chunk of pairs' signature rows out of
@@ -167,9 +166,9 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # temporaries take as much again, and a spill map's pages stay resident between drops
         # (RowStore.rows_at: 8 MiB). Not kept, a run at 180M peaked at 180.4 MiB (the stage
         # grew 15.5 MiB past the first pass)
-        if opts.method != "minhash" or opts.verify != "estimate":
+        if opts.settings.method != "minhash" or opts.settings.verify != "estimate":
             return 0
-        return 2 * (2 * ESTIMATE_CHUNK * opts.num_perm * 4) + (8 << 20)
+        return 2 * (2 * ESTIMATE_CHUNK * opts.settings.num_perm * 4) + (8 << 20)
 
     def parquet_block(scale: float) -> int:
         # kept.parquet is written a block of records at a time (parquet_out.block_bytes): room
@@ -186,8 +185,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # object and a pointer each), and for the one in hand the exact pass's keys, token
         # counts and first copies (24 bytes a document), its signatures and band keys; and the
         # reader's buffer
-        sig = 4 * opts.num_perm if opts.method == "minhash" else 8
-        keys = 8 * band_rows[0] if band_rows is not None and opts.verify == "exact" else 0
+        sig = 4 * opts.settings.num_perm if opts.settings.method == "minhash" else 8
+        keys = 8 * band_rows[0] if band_rows is not None and opts.settings.verify == "exact" else 0
         return (BATCHES_IN_FLIGHT * 40 * batch_docs + batch_docs * (24 + sig + keys)
                 + read_buffer_bytes(sources))
 
@@ -210,10 +209,10 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs), work=batch_work,
                            tables_at=tables_at, lead_bytes=readers.BLOCK_BYTES)
     rows_fit = guard.rows_fit if mem.limited else None
-    if opts.method == "minhash":
-        band_rows = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
-        keep_keys = opts.verify == "exact"
-        store = RowStore(band_rows[0] if keep_keys else opts.num_perm, np.uint64 if keep_keys else np.uint32,
+    if opts.settings.method == "minhash":
+        band_rows = opts.settings.band_shape()
+        keep_keys = opts.settings.verify == "exact"
+        store = RowStore(band_rows[0] if keep_keys else opts.settings.num_perm, np.uint64 if keep_keys else np.uint32,
                          rows_fit, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
     else:
         keep_keys = False
@@ -324,7 +323,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     def consume(batch_texts: list[str], batch_docs: list[int], bytes_done: int) -> None:
         nonlocal t_exact, t_sig, no_tokens
         t0 = time.perf_counter()
-        keys, ntok = exact_keys(batch_texts, opts.threads, opts.unit)
+        keys, ntok = exact_keys(batch_texts, opts.threads, opts.settings.unit)
         bdocs = np.asarray(batch_docs, dtype=np.int64)
         rep = bdocs.copy()  # a document without tokens has nothing to compare: its own group
         has = ntok > 0
@@ -402,7 +401,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     memory = {
         "limit_bytes": opts.memory_limit,
         "per_document_bytes": round(docs.nbytes() / max(n, 1) + 8 + 8 + 4, 1),
-        "kept_rows": "band keys" if keep_keys else ("signatures" if opts.method == "minhash" else "fingerprints"),
+        "kept_rows": "band keys" if keep_keys else ("signatures" if opts.settings.method == "minhash" else "fingerprints"),
         "row_bytes": store.row_bytes,
         "rows_spilled_to_disk": store.spilled,
         "baseline_rss_bytes": mem.base if mem.limited else None,
@@ -413,15 +412,15 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     lsh_info: dict | None = None
     large_rows: list[np.ndarray] = []  # LSH buckets above opts.large_bucket, as signature rows
     with log.stage("candidates") as st:
-        if opts.method == "minhash":
+        if opts.settings.method == "minhash":
             b, r = band_rows
             from neardup import lsh
 
             lsh_info = {
                 "bands": b,
                 "rows": r,
-                "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
-                "p_at_threshold": float(lsh.candidate_probability(opts.threshold, b, r)),
+                "rule": "pinned" if opts.settings.bands is not None else f"recall >= {opts.settings.recall} at the threshold",
+                "p_at_threshold": float(lsh.candidate_probability(opts.settings.threshold, b, r)),
                 "curve": curve_table(b, r),
             }
             sort_info: dict = {"external_sort": False}
@@ -440,7 +439,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             memory["band_sort"] = sort_info
             hamming = None
         else:
-            cand, hamming = hamming_pairs(rows, opts.max_distance, opts.threads)
+            cand, hamming = hamming_pairs(rows, opts.settings.max_distance, opts.threads)
         st.count = int(len(cand))
     rows = None  # later stages take them from the store: spilled if a stage needs the room
     if keep_keys:  # band keys are for the candidate stage only: free them (or their file) now
@@ -458,11 +457,11 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     # ---- verification ---------------------------------------------------------------------
     def set_size(which: np.ndarray) -> np.ndarray:
-        return set_bytes_estimate(ntok_all[which], opts.k)
+        return set_bytes_estimate(ntok_all[which], opts.settings.k)
 
     reread_info: dict = {}
     with log.stage("verify") as st:
-        if opts.verify == "exact":
+        if opts.settings.verify == "exact":
             vbar = _progress(opts.progress, "verify: re-read candidates", total=len(_sets.unique(cand_docs)))
             sims, vstats = verify_reread(sources, docs, cand_docs, signer, fields, limits, opts,
                                          budget=_reread_budget(mem, "verify", cand_docs, ntok_all, opts, n, sources),
@@ -471,26 +470,26 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 vbar.close()
             reread_info = {"passes": vstats.passes, "documents_read": vstats.documents_read,
                            "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
-            ok = sims >= opts.threshold
-        elif opts.method == "minhash":
+            ok = sims >= opts.settings.threshold
+        elif opts.settings.method == "minhash":
             sims = _estimate(store, _rows_of(sig_doc, n, cand_docs)) if len(cand_docs) else np.zeros(0)
-            ok = sims >= opts.threshold
+            ok = sims >= opts.settings.threshold
         else:
             sims = 1.0 - hamming.astype(np.float64) / 64.0
             ok = np.ones(len(cand_docs), dtype=bool)
         near = cand_docs[ok]
         near_sims = sims[ok]
         large_info = None
-        if opts.large_bucket is not None and opts.method == "minhash":
-            sigs_of = None if opts.verify == "exact" else (lambda d: store.rows_at(np.searchsorted(sig_doc, d)))
+        if opts.large_bucket is not None and opts.settings.method == "minhash":
+            sigs_of = None if opts.settings.verify == "exact" else (lambda d: store.rows_at(np.searchsorted(sig_doc, d)))
             span, span_sims, large_info = spanning_pairs(lb, near, n, sources, docs, signer, fields, limits, opts,
-                                                         mem, ntok_all if opts.verify == "exact" else None, sigs_of)
+                                                         mem, ntok_all if opts.settings.verify == "exact" else None, sigs_of)
             if len(span):  # in the order of the other pairs: by (a, b)
                 both = np.concatenate([near.astype(np.int64).reshape(-1, 2), span])
                 order = np.lexsort((both[:, 1], both[:, 0]))
                 near, near_sims = both[order], np.concatenate([near_sims, span_sims])[order]
         st.count = int(len(near))
-        st.note = f"{opts.verify} {opts.measure}"
+        st.note = f"{opts.settings.verify} {opts.settings.measure}"
     memory["verify_reread"] = reread_info or None
 
     # ---- clusters and keepers -------------------------------------------------------------
@@ -509,7 +508,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
             id_rank[np.argsort(keys_m, kind="stable")] = np.arange(len(members))
             del keys_m
         at, starts = pick_keepers(labels[members], np.arange(len(members)), times[members],
-                                  docs.source_rank(opts.prefer_source, members), id_rank)
+                                  docs.source_rank(opts.settings.prefer_source, members), id_rank)
         ordered = members[at]
         del id_rank, labels, at
         ends = np.r_[starts[1:], len(ordered)].astype(np.int64)
@@ -527,10 +526,10 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         need = ~same
         pr = np.stack([rep_of[others[need]], rep_of[kp[need]]], axis=1)
         if len(pr):
-            if opts.verify == "exact":
+            if opts.settings.verify == "exact":
                 msim[need] = _keeper_sims(pr, near, near_sims, n, sources, docs, signer, fields, limits, opts,
                                           mem, set_size, ntok_all, reread_info)
-            elif opts.method == "minhash":
+            elif opts.settings.method == "minhash":
                 msim[need] = _estimate(store, _rows_of(sig_doc, n, pr))
             else:
                 rp = _rows_of(sig_doc, n, pr)
@@ -582,7 +581,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     report: dict[str, Any] = {
         "neardup_version": getattr(neardup, "__version__", "?"),
         "inputs": per_input,
-        "method": opts.method,
+        "method": opts.settings.method,
         "options": opts.as_dict(),
         "documents": n,
         "skipped": n_skipped,
@@ -738,8 +737,8 @@ def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.nd
     if not mem.limited:
         return None
     wanted = _sets.unique(pairs)
-    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.k, read_buffer_bytes(sources))
-    biggest = int(set_bytes_estimate(ntok[wanted], opts.k).max()) if len(wanted) else 0
+    work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.settings.k, read_buffer_bytes(sources))
+    biggest = int(set_bytes_estimate(ntok[wanted], opts.settings.k).max()) if len(wanted) else 0
     free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
                      "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")
     return free - work

@@ -29,27 +29,18 @@ from typing import Any
 
 from neardup import kernels as K
 from neardup.errors import InvalidParameterError
-from neardup.io.records import Fields
-from neardup.stages.candidates import choose_bands
 from neardup.stages.options import DedupOptions
 
 __all__ = ["build_index", "add_batch"]
 
+#: the settings (of :class:`neardup.settings.Settings`) stored in index.json and checked on every add
 _PARAM_KEYS = ("k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows", "measure")
 
 
 def _options(kwargs: dict) -> DedupOptions:
-    fkw = {k: kwargs.pop(k) for k in ("id_field", "text_field", "title_field", "time_field", "source_field")
-           if k in kwargs}
-    fields = Fields(id=fkw.get("id_field", "id"), text=fkw.get("text_field", "text"), title=fkw.get("title_field"),
-                    time=fkw.get("time_field", "published_at") or None,
-                    source=fkw.get("source_field", "source") or None)
-    prefer = kwargs.pop("prefer_source", ())
-    if isinstance(prefer, str):
-        prefer = [s for s in prefer.split(",") if s]
-    opts = DedupOptions(fields=fields, prefer_source=tuple(prefer), **kwargs)
+    opts = DedupOptions.from_kwargs(**kwargs)
     opts.check()
-    if opts.method != "minhash" or opts.verify != "exact":
+    if opts.settings.method != "minhash" or opts.settings.verify != "exact":
         raise InvalidParameterError("the band index holds MinHash band keys and texts: method minhash, verify exact")
     return opts
 
@@ -66,7 +57,7 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
         if bad:  # (naming the file and line of an input of several files: Source.located)
             raise meta[int(bad[0].pos) >> K.POS_SHIFT].located(_rec_error(json.loads(bad[0].error)))
     good = checked.filter(F.col("error").isNull())
-    docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.unit), ["xkey", "ntok"]),
+    docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.settings.unit), ["xkey", "ntok"]),
                 _CHECKED_DDL + ", xkey BIGINT, ntok BIGINT")
     bands = _map(docs.filter(F.col("ntok") > 0).select("pos", "text"), lambda t: K.band_rows(t, params),
                  "band INT, key BIGINT, pos BIGINT")
@@ -78,7 +69,7 @@ def build_index(spark, inputs, index_dir: str, **kwargs) -> dict:
     Keyword arguments: those of ``neardup.dedup`` (fields, k, num_perm, threshold, bands/rows...)."""
 
     opts = _options(dict(kwargs))
-    b, r = choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+    b, r = opts.settings.band_shape()
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     t0 = time.perf_counter()
     docs, bands, _ = _docs_and_bands(spark, inputs, opts, params)
@@ -89,7 +80,7 @@ def build_index(spark, inputs, index_dir: str, **kwargs) -> dict:
     docs.select("id", "xkey", "text", "time", "source").write.mode("overwrite").parquet(os.path.join(index_dir, "docs"))
     n = docs.count()
     docs.unpersist()
-    meta = {"params": {k: getattr(opts, k) for k in _PARAM_KEYS}, "bands": b, "rows": r, "documents": n,
+    meta = {"params": {k: getattr(opts.settings, k) for k in _PARAM_KEYS}, "bands": b, "rows": r, "documents": n,
             "batches": [], "seconds": round(time.perf_counter() - t0, 3)}
     meta["params"]["bands"], meta["params"]["rows"] = b, r
     with open(os.path.join(index_dir, "index.json"), "w", encoding="utf-8") as f:
@@ -164,7 +155,7 @@ def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None
                            "archive_id"))
             sims = _map(pairs, lambda t: K.pair_similarity(t, params),
                         "archive_id STRING, pos BIGINT, similarity DOUBLE, similarity6 DOUBLE")
-            near_m = (sims.filter(F.col("similarity") >= opts.threshold)
+            near_m = (sims.filter(F.col("similarity") >= opts.settings.threshold)
                       .select("pos", "archive_id", F.col("similarity6").alias("similarity"))
                       .withColumn("match", F.lit("near")))
             allm = exact_m.unionByName(near_m)

@@ -49,7 +49,7 @@ from neardup.errors import InputFileError, OutputError, RecordError
 from neardup.io.writers import ensure_output_dir, writable_tree
 from neardup.io.records import Fields, Limits
 from neardup.lsh import candidate_probability
-from neardup.stages.candidates import choose_bands, curve_table
+from neardup.stages.candidates import curve_table
 from neardup.stages.options import DedupOptions
 from neardup.stages.report import StageLog, peak_rss_mb
 from neardup.stages.outputs import DedupResult, out_path
@@ -230,18 +230,8 @@ def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, check
     or Spark DataFrames. ``out``: directory for clusters.parquet, pairs.parquet,
     kept.parquet (or kept.jsonl with ``output_format="jsonl"``) and report.json.
     ``collect=True`` also returns the output rows (small runs and tests only)."""
-    from neardup.stages.options import DedupOptions as _O  # noqa: F401
-    from neardup.io.records import Fields as _F
-
-    prefer = kwargs.pop("prefer_source", ())
-    if isinstance(prefer, str):
-        prefer = [s for s in prefer.split(",") if s]
-    fkw = {k: kwargs.pop(k) for k in ("id_field", "text_field", "title_field", "time_field", "source_field")
-           if k in kwargs}
-    fields = _F(id=fkw.get("id_field", "id"), text=fkw.get("text_field", "text"), title=fkw.get("title_field"),
-                time=fkw.get("time_field", "published_at") or None, source=fkw.get("source_field", "source") or None)
     kwargs.pop("progress", None)
-    opts = DedupOptions(fields=fields, prefer_source=tuple(prefer), **kwargs)
+    opts = DedupOptions.from_kwargs(**kwargs)
     return run_spark(spark, inputs, out, opts, partitions=partitions, checkpoint_dir=checkpoint_dir,
                      max_rounds=max_rounds, collect=collect)
 
@@ -314,13 +304,13 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
         checkpoint_dir = out_path(checkpoint_dir, "checkpoint_dir")
     if out is not None:  # before the job, not after it (a file there failed the run at the end)
         ensure_output_dir(out)
-    simhash = opts.method == "simhash"
+    simhash = opts.settings.method == "simhash"
     t_start = time.perf_counter()
     log = StageLog()
     fields = opts.fields
     limits = opts.limits()  # (a JSON line holding NaN or Infinity refused: kept.jsonl stays JSON)
     # SimHash has no LSH bands: its band rows are the fingerprint's max_distance + 1 blocks
-    b, r = (0, 0) if simhash else choose_bands(opts.threshold, opts.num_perm, opts.recall, opts.bands, opts.rows)
+    b, r = (0, 0) if simhash else opts.settings.band_shape()
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
@@ -406,7 +396,7 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
             reps = valid.filter(F.col("ntok") > 0).join(copies, "pos", "left_anti")
             if simhash:
                 members, n_cand, n_member_rows = _simhash_members(reps, N, params, persist)
-                st.note = f"{opts.max_distance + 1} blocks per fingerprint; pairs within {opts.max_distance} bits"
+                st.note = f"{opts.settings.max_distance + 1} blocks per fingerprint; pairs within {opts.settings.max_distance} bits"
             else:
                 members, n_cand, n_member_rows = _minhash_members(reps, N, persist)
                 st.note = f"{b} band rows per signature; buckets of two or more (distinct member lists)"
@@ -415,7 +405,7 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
         with log.stage("verify") as st:
             # texts (or signatures, or fingerprints) of the bucket members only: every
             # document the verification and the keeper similarities need is one of them
-            if opts.verify == "exact":
+            if opts.settings.verify == "exact":
                 texts = _texts(sources, members.select("pos").distinct(), fields, limits)
                 payload, col = persist(texts), "text"
             elif simhash:
@@ -426,7 +416,7 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
             edge_ddl = "a BIGINT, b BIGINT, similarity DOUBLE, similarity6 DOUBLE"
             if simhash:
                 vin = members.select("bid", "band", "pos", "fp")
-                if opts.verify == "exact":
+                if opts.settings.verify == "exact":
                     vin = vin.join(payload, "pos").select("bid", "band", "pos", "fp", "text")
                 # each candidate pair is owned by one bucket: no pair is verified twice
                 near = persist(_map(vin.repartition(N, "bid"), lambda t: K.simhash_verify(t, params), edge_ddl,
@@ -437,8 +427,8 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
                                     whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
             n_near = near.count()
             st.count = n_near
-            st.note = (f"{opts.verify} {opts.measure}; spanning edges of each bucket's union-find"
-                       if opts.verify == "exact" or not simhash else "estimate: 1 - distance / 64")
+            st.note = (f"{opts.settings.verify} {opts.settings.measure}; spanning edges of each bucket's union-find"
+                       if opts.settings.verify == "exact" or not simhash else "estimate: 1 - distance / 64")
         # ---- 4. connected components --------------------------------------------------
         with log.stage("clusters") as st:
             exact_edges = docs.filter(F.col("rep") != F.col("pos")).select(F.col("pos").alias("u"), F.col("rep").alias("v"))
@@ -450,7 +440,7 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
             kin = labels.join(docs.select("pos", "id", "time", "source", "xkey", "rep"), "pos").repartition(N, "label")
             ddl = ("label BIGINT, pos BIGINT, id STRING, rank BIGINT, size BIGINT, keeper_pos BIGINT, "
                    "keeper_id STRING, rep BIGINT, keeper_rep BIGINT, exact BOOLEAN")
-            prefer = tuple(opts.prefer_source)
+            prefer = tuple(opts.settings.prefer_source)
             mem_rows = persist(_map(kin, lambda t: K.keeper_rows(t, prefer), ddl, whole_partition=True))
             # clusters numbered by label order (one row per cluster; a DataFrame window, not
             # an RDD round trip through Python)
@@ -516,7 +506,7 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
                       "components_rounds": rounds, "band_rows": n_signatures * params.nkeys,
                       "bucket_member_rows": n_member_rows},
             "inputs": [],
-            "method": opts.method,
+            "method": opts.settings.method,
             "options": opts.as_dict(),
             "documents": n_docs,
             "skipped": n_bad + n_dups,
@@ -529,8 +519,8 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
             "signatures": n_signatures,
             "lsh": None if simhash else {
                 "bands": b, "rows": r,
-                "rule": "pinned" if opts.bands is not None else f"recall >= {opts.recall} at the threshold",
-                "p_at_threshold": float(candidate_probability(opts.threshold, b, r)),
+                "rule": "pinned" if opts.settings.bands is not None else f"recall >= {opts.settings.recall} at the threshold",
+                "p_at_threshold": float(candidate_probability(opts.settings.threshold, b, r)),
                 "curve": curve_table(b, r)},
             "candidates": n_cand,
             "verified_pairs": n_pairs,
