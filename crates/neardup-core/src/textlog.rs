@@ -84,7 +84,11 @@ fn read_all(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -> Resu
 
 /// Write `texts` (UTF-8) back to back into `file` from `offset` on (positioned writes; no
 /// fsync) and return each one's length and CRC-32: the text log's side of an add.
-pub fn write_texts<S: AsRef<str> + Sync>(file: &File, offset: u64, texts: &[S]) -> std::io::Result<(Vec<u32>, Vec<u32>)> {
+pub fn write_texts<S: AsRef<str> + Sync>(
+    file: &File,
+    offset: u64,
+    texts: &[S],
+) -> std::io::Result<(Vec<u32>, Vec<u32>)> {
     let crcs: Vec<u32> = texts.par_iter().map(|t| crc32fast::hash(t.as_ref().as_bytes())).collect();
     let mut lens = Vec::with_capacity(texts.len());
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 22);

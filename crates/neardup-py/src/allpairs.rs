@@ -2,7 +2,9 @@
 //! block tables. Private API (`neardup._core._allpairs_*`); the pipeline wraps them in Python.
 //! A panic inside (rayon workers included) becomes `neardup.errors.InternalError`.
 use neardup_core::allpairs::{self, Csr, Measure};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -15,19 +17,14 @@ fn in_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> PyR
 }
 
 fn offsets_usize(offsets: &[i64]) -> PyResult<Vec<usize>> {
-    offsets
-        .iter()
-        .map(|&o| usize::try_from(o).map_err(|_| PyValueError::new_err("negative offset")))
-        .collect()
+    offsets.iter().map(|&o| usize::try_from(o).map_err(|_| PyValueError::new_err("negative offset"))).collect()
 }
 
 fn measure_of(name: &str) -> PyResult<Measure> {
     match name {
         "jaccard" => Ok(Measure::Jaccard),
         "containment" => Ok(Measure::Containment),
-        other => Err(PyValueError::new_err(format!(
-            "unknown measure {other:?} (expected 'jaccard' or 'containment')"
-        ))),
+        other => Err(PyValueError::new_err(format!("unknown measure {other:?} (expected 'jaccard' or 'containment')"))),
     }
 }
 

@@ -19,10 +19,7 @@ impl<'py> Texts<'py> {
             return Err(raise(
                 py,
                 "InputTypeError",
-                format!(
-                    "expected a list of str, got a single {}: wrap it in a list",
-                    texts.get_type().name()?
-                ),
+                format!("expected a list of str, got a single {}: wrap it in a list", texts.get_type().name()?),
                 None,
             ));
         }
@@ -39,11 +36,7 @@ impl<'py> Texts<'py> {
     }
 
     pub fn strs(&self) -> PyResult<Vec<&str>> {
-        self._owners
-            .iter()
-            .enumerate()
-            .map(|(i, s)| utf8(s, Some(i)))
-            .collect()
+        self._owners.iter().enumerate().map(|(i, s)| utf8(s, Some(i))).collect()
     }
 }
 
@@ -65,12 +58,7 @@ pub fn utf8<'a>(s: &'a Bound<'_, PyString>, index: Option<usize>) -> PyResult<&'
     let py = s.py();
     let text = s.to_str().map_err(|e| {
         let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
-        raise(
-            py,
-            "InvalidInputError",
-            format!("{at}text is not valid Unicode (it holds a lone surrogate): {e}"),
-            index,
-        )
+        raise(py, "InvalidInputError", format!("{at}text is not valid Unicode (it holds a lone surrogate): {e}"), index)
     })?;
     if text.len() > u32::MAX as usize {
         let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
@@ -135,9 +123,8 @@ fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<V
                 Some(i),
             ));
         }
-        let t = std::str::from_utf8(&data[s as usize..e as usize]).map_err(|err| {
-            raise(py, "InvalidInputError", format!("item {i}: not valid UTF-8: {err}"), Some(i))
-        })?;
+        let t = std::str::from_utf8(&data[s as usize..e as usize])
+            .map_err(|err| raise(py, "InvalidInputError", format!("item {i}: not valid UTF-8: {err}"), Some(i)))?;
         out.push(t);
     }
     Ok(out)
@@ -145,7 +132,10 @@ fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<V
 
 /// An (n, b) uint64 key matrix as one row-major slice: borrowed when the array is contiguous (the
 /// keys of a large job may be a memory map), copied otherwise; with (n, b). At most 2^32 - 1 rows.
-pub fn key_rows<'a>(py: Python<'_>, keys: &'a numpy::PyReadonlyArray2<'_, u64>) -> PyResult<(std::borrow::Cow<'a, [u64]>, usize, usize)> {
+pub fn key_rows<'a>(
+    py: Python<'_>,
+    keys: &'a numpy::PyReadonlyArray2<'_, u64>,
+) -> PyResult<(std::borrow::Cow<'a, [u64]>, usize, usize)> {
     let arr = keys.as_array();
     let (n, b) = (arr.shape()[0], arr.shape()[1]);
     if n > u32::MAX as usize {

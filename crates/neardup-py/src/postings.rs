@@ -1,10 +1,10 @@
 //! `postings_lookup`: the persistent index's band look-up (see `neardup_core::postings`).
 
 use crate::errors::{detached, param_err, raise};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use neardup_core::postings;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Every (query index, document) with `keys[p] == queries[i]`, over the sorted posting arrays
 /// `keys[j]` / `docs[j]` (one pair per segment; each sorted by key), as two int64 arrays.
@@ -104,8 +104,9 @@ impl PostingArrays {
             let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
             arrays.push((ks, ds));
         }
-        catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q)))
-            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))
+        catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q))).map_err(|_| {
+            raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None)
+        })
     }
 }
 
