@@ -81,7 +81,9 @@ pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Sen
         Some(t) if t > MAX_THREADS => crate::error::param(format!("threads must be at most {MAX_THREADS}, got {t}")),
         Some(t) => {
             // the pools of the process that built them (a forked child starts its own)
-            static POOLS: OnceLock<Mutex<(u32, HashMap<usize, Arc<ThreadPool>>)>> = OnceLock::new();
+            // (that process's id, its pools by size)
+            type Pools = (u32, HashMap<usize, Arc<ThreadPool>>);
+            static POOLS: OnceLock<Mutex<Pools>> = OnceLock::new();
             let me = std::process::id();
             let pool = {
                 let mut held =

@@ -84,7 +84,7 @@ fn check_num_perm(num_perm: u32) -> crate::Result<()> {
 pub fn optimal_params(threshold: f64, num_perm: u32, fp_weight: f64, fn_weight: f64) -> crate::Result<(u32, u32)> {
     check_threshold(threshold)?;
     check_num_perm(num_perm)?;
-    if !(fp_weight >= 0.0 && fn_weight >= 0.0 && fp_weight + fn_weight > 0.0) || !(fp_weight + fn_weight).is_finite() {
+    if !(fp_weight >= 0.0 && fn_weight >= 0.0 && fp_weight + fn_weight > 0.0 && (fp_weight + fn_weight).is_finite()) {
         return param(format!("weights must be non-negative with a positive sum, got ({fp_weight}, {fn_weight})"));
     }
     let mut best = (f64::INFINITY, (0, 0));
@@ -195,7 +195,9 @@ pub fn candidate_pairs_capped(keys: &[u64], n: usize, b: usize, max_bucket: usiz
     use rayon::prelude::*;
     assert_eq!(keys.len(), n * b, "keys must be n x b");
     let max_bucket = max_bucket.max(2);
-    let per_band: Vec<(Vec<(u32, u32)>, Vec<Vec<u32>>)> = (0..b)
+    // a band's pairs, and its buckets of more than max_bucket rows
+    type BandCandidates = (Vec<(u32, u32)>, Vec<Vec<u32>>);
+    let per_band: Vec<BandCandidates> = (0..b)
         .into_par_iter()
         .map(|band| {
             let mut col: Vec<(u64, u32)> = (0..n).map(|i| (keys[i * b + band], i as u32)).collect();

@@ -158,7 +158,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("neardup-textlog-w-{}.dat", std::process::id()));
         let f = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).unwrap();
         let big = "x".repeat(5 << 20); // crosses the 4 MiB write buffer
-        let texts = vec!["garbage before".to_owned(), "ä text".to_owned(), big, String::new(), "end".to_owned()];
+        let texts = ["garbage before".to_owned(), "ä text".to_owned(), big, String::new(), "end".to_owned()];
         let (l0, _) = write_texts(&f, 0, &texts[..1]).unwrap();
         let (lens, crcs) = write_texts(&f, 3, &texts[1..]).unwrap(); // overwrites from byte 3
         let mut offs = vec![3u64];

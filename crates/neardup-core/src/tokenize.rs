@@ -153,7 +153,7 @@ fn end_token(buf: &[u8], start: usize, w: usize, stopwords: Option<&HashSet<Stri
 /// are dropped before shingling.
 pub fn tokenize(unit: Unit, text: &str, stopwords: Option<&HashSet<String>>, out: &mut TokenStream) {
     out.clear();
-    let keep = |t: &str| stopwords.map_or(true, |s| !s.contains(t));
+    let keep = |t: &str| stopwords.is_none_or(|s| !s.contains(t));
     match unit {
         Unit::Word => {
             // ASCII text (the common case) is lower-cased and split in one pass.

@@ -1,9 +1,14 @@
 //! Python inputs to Rust slices, without copying text where that can be avoided.
 
 use crate::errors::{param_err, raise};
-use numpy::PyReadonlyArray1;
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+
+/// A 1-D NumPy array returned to Python (short for the signatures that return tuples of arrays).
+pub type NpArray1<'py, T> = Bound<'py, PyArray1<T>>;
+/// A 2-D NumPy array handed to Python.
+pub type NpArray2<'py, T> = Bound<'py, PyArray2<T>>;
 
 /// Strings of a batch, borrowed from the Python objects that `_owners` keeps alive.
 /// `str` objects are immutable and hold their UTF-8 form for their lifetime, so the
@@ -85,7 +90,7 @@ pub fn threads(py: Python<'_>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<O
 /// check refuses it), InvalidParameterError for a bool (numpy's too) or a non-integer.
 pub fn int_arg(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<i64>> {
     let is_bool = x.is_instance_of::<pyo3::types::PyBool>()
-        || x.get_type().name().map(|n| n.to_string() == "bool_" || n.to_string() == "bool").unwrap_or(false);
+        || x.get_type().name().map(|n| n == "bool_" || n == "bool").unwrap_or(false);
     if is_bool {
         return Err(param_err(py, format!("{what} must be an integer, got a bool")));
     }

@@ -1,6 +1,6 @@
 //! `neardup._core.MinHasher`: the three MinHash schemes behind one class.
 
-use crate::convert::{arrow_texts, one, utf8, Texts};
+use crate::convert::{arrow_texts, one, utf8, NpArray1, NpArray2, Texts};
 use crate::errors::{detached, param_err, raise, to_py};
 use crate::shingler::PyShingler;
 use neardup_core::batch;
@@ -40,7 +40,7 @@ impl PyMinHasher {
         shingler: &PyShingler,
         strs: &[S],
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let t = crate::convert::threads(py, threads)?;
         let n = strs.len();
         let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
@@ -149,7 +149,7 @@ impl PyMinHasher {
         shingler: &PyShingler,
         texts: &Bound<'py, PyAny>,
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let owned = Texts::extract(texts)?;
         self.keyed(py, shingler, &owned.strs()?, threads)
     }
@@ -181,12 +181,13 @@ impl PyMinHasher {
         offsets: PyReadonlyArray1<'py, i64>,
         data: PyReadonlyArray1<'py, u8>,
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let strs = arrow_texts(py, &offsets, &data)?;
         self.keyed(py, shingler, &strs, threads)
     }
 
     /// Signature of a set of 64-bit ids (32-bit for datasketch-affine32).
+    #[allow(clippy::wrong_self_convention)] // the Python method MinHasher.from_ids, as neardup-core names it
     fn from_ids<'py>(&self, py: Python<'py>, ids: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let ids = slice_or_copy(&ids);
         let mut out = self.sig_buffer(1);
@@ -195,6 +196,7 @@ impl PyMinHasher {
     }
 
     /// Signature of byte tokens, hashed by the scheme's input hash.
+    #[allow(clippy::wrong_self_convention)] // the Python method MinHasher.from_tokens, as neardup-core names it
     fn from_tokens<'py>(
         &self,
         py: Python<'py>,

@@ -1,6 +1,6 @@
 //! `neardup._core.Shingler`.
 
-use crate::convert::{one, utf8, Texts};
+use crate::convert::{one, utf8, NpArray1, Texts};
 use crate::errors::{detached, param_err, to_py};
 use neardup_core::batch;
 use neardup_core::hash::ShingleHash;
@@ -84,7 +84,7 @@ impl PyShingler {
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>)> {
+    ) -> PyResult<(NpArray1<'py, u64>, NpArray1<'py, u32>)> {
         let s = one(text, None)?;
         let t = utf8(&s, None)?;
         let (ids, counts) = detached(py, || Ok(self.inner.weighted_hashes(t)))?;

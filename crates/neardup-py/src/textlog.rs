@@ -1,6 +1,6 @@
 //! `read_texts`: many texts of the index's text log in one call (see `neardup_core::textlog`).
 
-use crate::convert::Texts;
+use crate::convert::{NpArray1, Texts};
 use crate::errors::{detached, param_err, raise};
 use neardup_core::textlog::{self, TextError};
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -52,7 +52,7 @@ pub fn write_texts<'py>(
     fd: i32,
     offset: u64,
     texts: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<(NpArray1<'py, u32>, NpArray1<'py, u32>)> {
     if fd < 0 {
         return Err(param_err(py, format!("not a file descriptor: {fd}")));
     }
