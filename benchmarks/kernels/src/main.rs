@@ -295,8 +295,10 @@ mod mixed {
             let bo = _mm256_loadu_si256(p.bodd.as_ptr().add(base / 2) as *const __m256i);
             let mut acc = _mm256_set1_epi32(-1);
             let s = base + 8;
-            let (a0, a1, a2, a3, a4, a5, a6, a7) = (a[s], a[s + 1], a[s + 2], a[s + 3], a[s + 4], a[s + 5], a[s + 6], a[s + 7]);
-            let (b0, b1, b2, b3, b4, b5, b6, b7) = (b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7]);
+            let (a0, a1, a2, a3, a4, a5, a6, a7) =
+                (a[s], a[s + 1], a[s + 2], a[s + 3], a[s + 4], a[s + 5], a[s + 6], a[s + 7]);
+            let (b0, b1, b2, b3, b4, b5, b6, b7) =
+                (b[s], b[s + 1], b[s + 2], b[s + 3], b[s + 4], b[s + 5], b[s + 6], b[s + 7]);
             let mut m = [u32::MAX; 8];
             for &x in ids {
                 let xl = _mm256_set1_epi32(x as u32 as i32);
@@ -459,13 +461,22 @@ fn main() {
     println!("ids -> 128-slot multiply-shift signature (candidates interleaved, {reps} rounds, best kept)");
     type K<'a> = Box<dyn FnMut(&[u64], &mut [u32]) + 'a>;
     let mut cands: Vec<(String, K)> = vec![
-        (format!("neardup-core MinHasher::from_ids ({})", neardup_core::minhash::kernel_name()), Box::new(|ids, o| mh.from_ids(ids, o).unwrap())),
+        (
+            format!("neardup-core MinHasher::from_ids ({})", neardup_core::minhash::kernel_name()),
+            Box::new(|ids, o| mh.from_ids(ids, o).unwrap()),
+        ),
         ("explicit AVX2, 1 group of 8 slots per pass".into(), Box::new(|ids, o| unsafe { avx2::sig_g1(&p, ids, o) })),
         ("explicit AVX2, 2 groups of 8 slots per pass".into(), Box::new(|ids, o| unsafe { avx2::sig_g2(&p, ids, o) })),
         ("explicit AVX2, 4 groups of 8 slots per pass".into(), Box::new(|ids, o| unsafe { avx2::sig_g4(&p, ids, o) })),
         ("scalar imul, 4 slots per pass".into(), Box::new(|ids, o| sig_scalar4(&a, &b, ids, o))),
-        ("mixed: 8 AVX2 + 8 scalar-imul slots per pass".into(), Box::new(|ids, o| unsafe { mixed::sig_mixed(&p, &a, &b, ids, o) })),
-        ("mixed: 16 AVX2 + 16 scalar-imul slots per pass".into(), Box::new(|ids, o| unsafe { mixed::sig_mixed32(&p, &a, &b, ids, o) })),
+        (
+            "mixed: 8 AVX2 + 8 scalar-imul slots per pass".into(),
+            Box::new(|ids, o| unsafe { mixed::sig_mixed(&p, &a, &b, ids, o) }),
+        ),
+        (
+            "mixed: 16 AVX2 + 16 scalar-imul slots per pass".into(),
+            Box::new(|ids, o| unsafe { mixed::sig_mixed32(&p, &a, &b, ids, o) }),
+        ),
     ];
     let mut best = vec![f64::INFINITY; cands.len()];
     for _ in 0..reps {

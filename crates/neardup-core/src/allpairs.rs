@@ -55,10 +55,7 @@ impl<'a, T> Csr<'a, T> {
             return Err("offsets must have at least one element (0)".into());
         }
         if offsets[0] != 0 || *offsets.last().unwrap() != data.len() {
-            return Err(format!(
-                "offsets must start at 0 and end at len(data) = {}",
-                data.len()
-            ));
+            return Err(format!("offsets must start at 0 and end at len(data) = {}", data.len()));
         }
         if offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err("offsets must be non-decreasing".into());

@@ -81,10 +81,13 @@ pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Sen
         Some(t) if t > MAX_THREADS => crate::error::param(format!("threads must be at most {MAX_THREADS}, got {t}")),
         Some(t) => {
             // the pools of the process that built them (a forked child starts its own)
-            static POOLS: OnceLock<Mutex<(u32, HashMap<usize, Arc<ThreadPool>>)>> = OnceLock::new();
+            // (that process's id, its pools by size)
+            type Pools = (u32, HashMap<usize, Arc<ThreadPool>>);
+            static POOLS: OnceLock<Mutex<Pools>> = OnceLock::new();
             let me = std::process::id();
             let pool = {
-                let mut held = POOLS.get_or_init(|| Mutex::new((me, HashMap::new()))).lock().unwrap_or_else(|e| e.into_inner());
+                let mut held =
+                    POOLS.get_or_init(|| Mutex::new((me, HashMap::new()))).lock().unwrap_or_else(|e| e.into_inner());
                 if held.0 != me {
                     std::mem::forget(std::mem::take(&mut held.1));
                     held.0 = me;
@@ -93,9 +96,10 @@ pub fn with_threads<R: Send>(threads: Option<usize>, f: impl FnOnce() -> R + Sen
                 match pools.get(&t) {
                     Some(p) => p.clone(),
                     None => {
-                        let p = Arc::new(ThreadPoolBuilder::new().num_threads(t).build().map_err(|e| {
-                            crate::Error::InvalidParameter(format!("cannot start {t} threads: {e}"))
-                        })?);
+                        let p =
+                            Arc::new(ThreadPoolBuilder::new().num_threads(t).build().map_err(|e| {
+                                crate::Error::InvalidParameter(format!("cannot start {t} threads: {e}"))
+                            })?);
                         if pools.len() < MAX_POOLS {
                             pools.insert(t, p.clone());
                         }
@@ -174,7 +178,8 @@ mod tests {
     fn thread_count_invariance() {
         let sh = Shingler::new(3, Unit::Word, ShingleHash::Xxh3, 0).unwrap();
         let mh = MinHasher::multiply_shift(64, 5).unwrap();
-        let texts: Vec<String> = (0..200).map(|i| format!("doc {i} about rain {} and more words here", i % 7)).collect();
+        let texts: Vec<String> =
+            (0..200).map(|i| format!("doc {i} about rain {} and more words here", i % 7)).collect();
         let mut one = vec![0u32; 200 * 64];
         with_threads(Some(1), || signatures(&mh, &sh, &texts, &mut one)).unwrap();
         let mut two = vec![0u32; 200 * 64];

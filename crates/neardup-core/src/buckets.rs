@@ -49,7 +49,8 @@ pub fn spanning_edges<F: FnMut(u32, u32) -> f64>(
         return Err(format!("seed has {} labels for {} documents", seed.len(), n));
     }
     let (offs, members) = (buckets.offsets, buckets.members);
-    if offs.is_empty() || offs[0] != 0 || *offs.last().unwrap() != members.len() || offs.windows(2).any(|w| w[0] > w[1]) {
+    if offs.is_empty() || offs[0] != 0 || *offs.last().unwrap() != members.len() || offs.windows(2).any(|w| w[0] > w[1])
+    {
         return Err("bucket offsets must rise from 0 to len(members)".into());
     }
     if let Some(&bad) = members.iter().find(|&&m| m as usize >= n) {

@@ -104,15 +104,11 @@ pub fn exact_keys<S: AsRef<str> + Sync>(texts: &[S], keys: &mut [u64], ntokens: 
 
 /// [`exact_keys`] in `unit`'s tokens.
 pub fn exact_keys_in<S: AsRef<str> + Sync>(texts: &[S], unit: Unit, keys: &mut [u64], ntokens: &mut [u64]) {
-    keys.par_iter_mut()
-        .zip(ntokens.par_iter_mut())
-        .zip(texts.par_iter())
-        .with_min_len(64)
-        .for_each(|((k, n), t)| {
-            let (kk, nn) = exact_key_in(t.as_ref(), unit);
-            *k = kk;
-            *n = nn;
-        });
+    keys.par_iter_mut().zip(ntokens.par_iter_mut()).zip(texts.par_iter()).with_min_len(64).for_each(|((k, n), t)| {
+        let (kk, nn) = exact_key_in(t.as_ref(), unit);
+        *k = kk;
+        *n = nn;
+    });
 }
 
 #[cfg(test)]

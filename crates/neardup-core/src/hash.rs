@@ -19,9 +19,7 @@ impl ShingleHash {
         match name {
             "xxh3" => Ok(ShingleHash::Xxh3),
             "blake2b" => Ok(ShingleHash::Blake2b),
-            other => crate::error::param(format!(
-                "unknown hash {other:?}: expected \"xxh3\" or \"blake2b\""
-            )),
+            other => crate::error::param(format!("unknown hash {other:?}: expected \"xxh3\" or \"blake2b\"")),
         }
     }
 

@@ -18,7 +18,18 @@ fn integrate(f: &dyn Fn(f64) -> f64, a: f64, b: f64) -> f64 {
         (m, fm, (b - a) / 6.0 * (fa + 4.0 * fm + fb))
     }
     #[allow(clippy::too_many_arguments)]
-    fn rec(f: &dyn Fn(f64) -> f64, a: f64, fa: f64, b: f64, fb: f64, m: f64, fm: f64, whole: f64, eps: f64, depth: u32) -> f64 {
+    fn rec(
+        f: &dyn Fn(f64) -> f64,
+        a: f64,
+        fa: f64,
+        b: f64,
+        fb: f64,
+        m: f64,
+        fm: f64,
+        whole: f64,
+        eps: f64,
+        depth: u32,
+    ) -> f64 {
         let (lm, flm, left) = simpson(f, a, fa, m, fm);
         let (rm, frm, right) = simpson(f, m, fm, b, fb);
         let delta = left + right - whole;
@@ -73,16 +84,14 @@ fn check_num_perm(num_perm: u32) -> crate::Result<()> {
 pub fn optimal_params(threshold: f64, num_perm: u32, fp_weight: f64, fn_weight: f64) -> crate::Result<(u32, u32)> {
     check_threshold(threshold)?;
     check_num_perm(num_perm)?;
-    if !(fp_weight >= 0.0 && fn_weight >= 0.0 && fp_weight + fn_weight > 0.0) || !(fp_weight + fn_weight).is_finite() {
-        return param(format!(
-            "weights must be non-negative with a positive sum, got ({fp_weight}, {fn_weight})"
-        ));
+    if !(fp_weight >= 0.0 && fn_weight >= 0.0 && fp_weight + fn_weight > 0.0 && (fp_weight + fn_weight).is_finite()) {
+        return param(format!("weights must be non-negative with a positive sum, got ({fp_weight}, {fn_weight})"));
     }
     let mut best = (f64::INFINITY, (0, 0));
     for b in 1..=num_perm {
         for r in 1..=num_perm / b {
-            let err = fp_weight * false_positive_area(threshold, b, r)
-                + fn_weight * false_negative_area(threshold, b, r);
+            let err =
+                fp_weight * false_positive_area(threshold, b, r) + fn_weight * false_negative_area(threshold, b, r);
             if err < best.0 {
                 best = (err, (b, r));
             }
@@ -156,9 +165,7 @@ pub fn check_bands(num_perm: usize, b: usize, r: usize) -> crate::Result<()> {
     // (checked: b * r wrapped past usize to a small number and passed, then the key matrix's
     // allocation aborted the process)
     if b == 0 || r == 0 || b.checked_mul(r).is_none_or(|br| br > num_perm) {
-        return param(format!(
-            "bands ({b}) x rows ({r}) must be positive and at most num_perm ({num_perm})"
-        ));
+        return param(format!("bands ({b}) x rows ({r}) must be positive and at most num_perm ({num_perm})"));
     }
     Ok(())
 }
@@ -188,7 +195,9 @@ pub fn candidate_pairs_capped(keys: &[u64], n: usize, b: usize, max_bucket: usiz
     use rayon::prelude::*;
     assert_eq!(keys.len(), n * b, "keys must be n x b");
     let max_bucket = max_bucket.max(2);
-    let per_band: Vec<(Vec<(u32, u32)>, Vec<Vec<u32>>)> = (0..b)
+    // a band's pairs, and its buckets of more than max_bucket rows
+    type BandCandidates = (Vec<(u32, u32)>, Vec<Vec<u32>>);
+    let per_band: Vec<BandCandidates> = (0..b)
         .into_par_iter()
         .map(|band| {
             let mut col: Vec<(u64, u32)> = (0..n).map(|i| (keys[i * b + band], i as u32)).collect();

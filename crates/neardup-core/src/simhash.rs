@@ -61,9 +61,7 @@ pub fn fingerprint_weighted(ids: &[u64], weights: &[u32]) -> u64 {
         }
     }
     flush(&mut packed, &mut ones);
-    ones.iter()
-        .enumerate()
-        .fold(0u64, |fp, (bit, &o)| fp | (((2 * o > total) as u64) << bit))
+    ones.iter().enumerate().fold(0u64, |fp, (bit, &o)| fp | (((2 * o > total) as u64) << bit))
 }
 
 /// The plain ±weight vote, for tests.

@@ -1,6 +1,8 @@
 //! The built-in English stop-word list (the common function words of English; the same
 //! spirit as the lists Manku et al. removed before SimHash).
 
+// Kept as a filled paragraph (rustfmt would put one word a line).
+#[rustfmt::skip]
 pub const ENGLISH: &[&str] = &[
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
     "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but",

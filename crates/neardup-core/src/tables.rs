@@ -65,7 +65,9 @@ impl IdTable {
 
     /// Bytes held (buffers and index, approximately).
     pub fn heap_bytes(&self) -> usize {
-        self.bytes.capacity() + 8 * self.offsets.capacity() + 16 * self.index.capacity()
+        self.bytes.capacity()
+            + 8 * self.offsets.capacity()
+            + 16 * self.index.capacity()
             + self.collided.keys().map(|k| k.len() + 24).sum::<usize>()
     }
 }

@@ -84,7 +84,11 @@ fn read_all(file: &File, offsets: &[u64], lengths: &[u32], crcs: &[u32]) -> Resu
 
 /// Write `texts` (UTF-8) back to back into `file` from `offset` on (positioned writes; no
 /// fsync) and return each one's length and CRC-32: the text log's side of an add.
-pub fn write_texts<S: AsRef<str> + Sync>(file: &File, offset: u64, texts: &[S]) -> std::io::Result<(Vec<u32>, Vec<u32>)> {
+pub fn write_texts<S: AsRef<str> + Sync>(
+    file: &File,
+    offset: u64,
+    texts: &[S],
+) -> std::io::Result<(Vec<u32>, Vec<u32>)> {
     let crcs: Vec<u32> = texts.par_iter().map(|t| crc32fast::hash(t.as_ref().as_bytes())).collect();
     let mut lens = Vec::with_capacity(texts.len());
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 22);
@@ -154,7 +158,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("neardup-textlog-w-{}.dat", std::process::id()));
         let f = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path).unwrap();
         let big = "x".repeat(5 << 20); // crosses the 4 MiB write buffer
-        let texts = vec!["garbage before".to_owned(), "ä text".to_owned(), big, String::new(), "end".to_owned()];
+        let texts = ["garbage before".to_owned(), "ä text".to_owned(), big, String::new(), "end".to_owned()];
         let (l0, _) = write_texts(&f, 0, &texts[..1]).unwrap();
         let (lens, crcs) = write_texts(&f, 3, &texts[1..]).unwrap(); // overwrites from byte 3
         let mut offs = vec![3u64];

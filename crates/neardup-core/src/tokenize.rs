@@ -24,9 +24,9 @@ impl Unit {
             "word" => Ok(Unit::Word),
             "whitespace" => Ok(Unit::Whitespace),
             "char" => Ok(Unit::Char),
-            other => crate::error::param(format!(
-                "unknown unit {other:?}: expected \"word\", \"whitespace\" or \"char\""
-            )),
+            other => {
+                crate::error::param(format!("unknown unit {other:?}: expected \"word\", \"whitespace\" or \"char\""))
+            }
         }
     }
 
@@ -151,14 +151,9 @@ fn end_token(buf: &[u8], start: usize, w: usize, stopwords: Option<&HashSet<Stri
 
 /// Fill `out` with the tokens of `text`. `stopwords` (already normalised the same way)
 /// are dropped before shingling.
-pub fn tokenize(
-    unit: Unit,
-    text: &str,
-    stopwords: Option<&HashSet<String>>,
-    out: &mut TokenStream,
-) {
+pub fn tokenize(unit: Unit, text: &str, stopwords: Option<&HashSet<String>>, out: &mut TokenStream) {
     out.clear();
-    let keep = |t: &str| stopwords.map_or(true, |s| !s.contains(t));
+    let keep = |t: &str| stopwords.is_none_or(|s| !s.contains(t));
     match unit {
         Unit::Word => {
             // ASCII text (the common case) is lower-cased and split in one pass.
@@ -231,9 +226,7 @@ mod tests {
     fn toks(unit: Unit, text: &str) -> Vec<String> {
         let mut ts = TokenStream::default();
         tokenize(unit, text, None, &mut ts);
-        (0..ts.len())
-            .map(|i| String::from_utf8(ts.span(i, i + 1).to_vec()).unwrap())
-            .collect()
+        (0..ts.len()).map(|i| String::from_utf8(ts.span(i, i + 1).to_vec()).unwrap()).collect()
     }
 
     #[test]
@@ -270,9 +263,8 @@ mod tests {
             let mut rng = crate::hash::SplitMix64(9);
             let alphabet = b"aZ_09 \t\n.,-'!Qz";
             for len in (0..300).chain([1000, 4096, 10_000]) {
-                let text: String = (0..len)
-                    .map(|_| alphabet[(rng.next_u64() % alphabet.len() as u64) as usize] as char)
-                    .collect();
+                let text: String =
+                    (0..len).map(|_| alphabet[(rng.next_u64() % alphabet.len() as u64) as usize] as char).collect();
                 let (mut a, mut b) = (TokenStream::default(), TokenStream::default());
                 ascii_words(text.as_bytes(), None, &mut a);
                 unsafe { crate::tokenize_simd::ascii_words(text.as_bytes(), &mut b) };

@@ -2,10 +2,11 @@
 //! block tables. Private API (`neardup._core._allpairs_*`); the pipeline wraps them in Python.
 //! A panic inside (rayon workers included) becomes `neardup.errors.InternalError`.
 use neardup_core::allpairs::{self, Csr, Measure};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{IntoPyArray, PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use crate::convert::{NpArray1, NpArray2};
 use crate::errors::detached_catching;
 
 /// `f` on the core's pool of `threads` workers: built once per size and kept (this built a
@@ -15,19 +16,14 @@ fn in_pool<T: Send>(threads: Option<usize>, f: impl FnOnce() -> T + Send) -> PyR
 }
 
 fn offsets_usize(offsets: &[i64]) -> PyResult<Vec<usize>> {
-    offsets
-        .iter()
-        .map(|&o| usize::try_from(o).map_err(|_| PyValueError::new_err("negative offset")))
-        .collect()
+    offsets.iter().map(|&o| usize::try_from(o).map_err(|_| PyValueError::new_err("negative offset"))).collect()
 }
 
 fn measure_of(name: &str) -> PyResult<Measure> {
     match name {
         "jaccard" => Ok(Measure::Jaccard),
         "containment" => Ok(Measure::Containment),
-        other => Err(PyValueError::new_err(format!(
-            "unknown measure {other:?} (expected 'jaccard' or 'containment')"
-        ))),
+        other => Err(PyValueError::new_err(format!("unknown measure {other:?} (expected 'jaccard' or 'containment')"))),
     }
 }
 
@@ -67,7 +63,7 @@ fn _allpairs_self_join<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     threshold: f64,
     threads: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, f64>)> {
     let threads = crate::convert::threads(py, threads)?;
     let data = data.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let offs = offsets_usize(offsets.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?)?;
@@ -94,7 +90,7 @@ fn _allpairs_hamming<'py>(
     fps: PyReadonlyArray1<'py, u64>,
     max_distance: u32,
     threads: Option<&Bound<'_, PyAny>>,
-) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u32>)> {
     let threads = crate::convert::threads(py, threads)?;
     let fps = fps.as_slice().map_err(|e| PyValueError::new_err(e.to_string()))?;
     let found = detached_catching(py, || in_pool(threads, || allpairs::hamming_candidates(fps, max_distance)))??
@@ -127,7 +123,7 @@ fn _exact_keys<'py>(
     texts: &Bound<'py, PyAny>,
     threads: Option<&Bound<'_, PyAny>>,
     unit: &str,
-) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+) -> PyResult<(NpArray1<'py, u64>, NpArray1<'py, u64>)> {
     let threads = crate::convert::threads(py, threads)?;
     let unit = neardup_core::tokenize::Unit::parse(unit).map_err(|e| crate::errors::to_py(py, e))?;
     let owned = crate::convert::Texts::extract(texts)?; // borrowed UTF-8, no copy

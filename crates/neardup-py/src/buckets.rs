@@ -7,13 +7,13 @@ use crate::errors::{detached, param_err};
 use neardup_core::allpairs::{intersection_size, similarity, Csr, Measure};
 use neardup_core::buckets::{spanning_edges, Buckets, Spanning};
 use neardup_core::{lsh, measures, Error};
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 fn usizes(py: Python<'_>, a: &[i64], name: &str) -> PyResult<Vec<usize>> {
-    a.iter()
-        .map(|&o| usize::try_from(o).map_err(|_| param_err(py, format!("{name}: negative offset"))))
-        .collect()
+    a.iter().map(|&o| usize::try_from(o).map_err(|_| param_err(py, format!("{name}: negative offset")))).collect()
 }
 
 fn slice<'a, T: numpy::Element>(py: Python<'_>, a: &'a PyReadonlyArray1<'_, T>, name: &str) -> PyResult<&'a [T]> {
@@ -25,7 +25,11 @@ type Triple<'py> = (Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<i64>>, Bound<
 /// (pairs uint32 (m, 2), bucket offsets int64 (k + 1,), bucket members uint32): the candidate
 /// pairs of buckets of at most `max_bucket` rows, and the larger buckets whole.
 #[pyfunction]
-fn _lsh_candidates_capped<'py>(py: Python<'py>, keys: PyReadonlyArray2<'py, u64>, max_bucket: usize) -> PyResult<Triple<'py>> {
+fn _lsh_candidates_capped<'py>(
+    py: Python<'py>,
+    keys: PyReadonlyArray2<'py, u64>,
+    max_bucket: usize,
+) -> PyResult<Triple<'py>> {
     let (flat, n, b) = crate::convert::key_rows(py, &keys)?;
     let c = detached(py, || Ok(lsh::candidate_pairs_capped(&flat, n, b, max_bucket)))?;
     let m = c.pairs.len();

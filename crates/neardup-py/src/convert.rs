@@ -1,9 +1,14 @@
 //! Python inputs to Rust slices, without copying text where that can be avoided.
 
 use crate::errors::{param_err, raise};
-use numpy::PyReadonlyArray1;
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
+
+/// A 1-D NumPy array returned to Python (short for the signatures that return tuples of arrays).
+pub type NpArray1<'py, T> = Bound<'py, PyArray1<T>>;
+/// A 2-D NumPy array handed to Python.
+pub type NpArray2<'py, T> = Bound<'py, PyArray2<T>>;
 
 /// Strings of a batch, borrowed from the Python objects that `_owners` keeps alive.
 /// `str` objects are immutable and hold their UTF-8 form for their lifetime, so the
@@ -19,10 +24,7 @@ impl<'py> Texts<'py> {
             return Err(raise(
                 py,
                 "InputTypeError",
-                format!(
-                    "expected a list of str, got a single {}: wrap it in a list",
-                    texts.get_type().name()?
-                ),
+                format!("expected a list of str, got a single {}: wrap it in a list", texts.get_type().name()?),
                 None,
             ));
         }
@@ -39,11 +41,7 @@ impl<'py> Texts<'py> {
     }
 
     pub fn strs(&self) -> PyResult<Vec<&str>> {
-        self._owners
-            .iter()
-            .enumerate()
-            .map(|(i, s)| utf8(s, Some(i)))
-            .collect()
+        self._owners.iter().enumerate().map(|(i, s)| utf8(s, Some(i))).collect()
     }
 }
 
@@ -65,12 +63,7 @@ pub fn utf8<'a>(s: &'a Bound<'_, PyString>, index: Option<usize>) -> PyResult<&'
     let py = s.py();
     let text = s.to_str().map_err(|e| {
         let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
-        raise(
-            py,
-            "InvalidInputError",
-            format!("{at}text is not valid Unicode (it holds a lone surrogate): {e}"),
-            index,
-        )
+        raise(py, "InvalidInputError", format!("{at}text is not valid Unicode (it holds a lone surrogate): {e}"), index)
     })?;
     if text.len() > u32::MAX as usize {
         let at = index.map(|i| format!("item {i}: ")).unwrap_or_default();
@@ -97,7 +90,7 @@ pub fn threads(py: Python<'_>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<O
 /// check refuses it), InvalidParameterError for a bool (numpy's too) or a non-integer.
 pub fn int_arg(py: Python<'_>, x: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<i64>> {
     let is_bool = x.is_instance_of::<pyo3::types::PyBool>()
-        || x.get_type().name().map(|n| n.to_string() == "bool_" || n.to_string() == "bool").unwrap_or(false);
+        || x.get_type().name().map(|n| n == "bool_" || n == "bool").unwrap_or(false);
     if is_bool {
         return Err(param_err(py, format!("{what} must be an integer, got a bool")));
     }
@@ -135,9 +128,8 @@ fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<V
                 Some(i),
             ));
         }
-        let t = std::str::from_utf8(&data[s as usize..e as usize]).map_err(|err| {
-            raise(py, "InvalidInputError", format!("item {i}: not valid UTF-8: {err}"), Some(i))
-        })?;
+        let t = std::str::from_utf8(&data[s as usize..e as usize])
+            .map_err(|err| raise(py, "InvalidInputError", format!("item {i}: not valid UTF-8: {err}"), Some(i)))?;
         out.push(t);
     }
     Ok(out)
@@ -145,7 +137,10 @@ fn arrow_strs<'a>(py: Python<'_>, offsets: &[i64], data: &'a [u8]) -> PyResult<V
 
 /// An (n, b) uint64 key matrix as one row-major slice: borrowed when the array is contiguous (the
 /// keys of a large job may be a memory map), copied otherwise; with (n, b). At most 2^32 - 1 rows.
-pub fn key_rows<'a>(py: Python<'_>, keys: &'a numpy::PyReadonlyArray2<'_, u64>) -> PyResult<(std::borrow::Cow<'a, [u64]>, usize, usize)> {
+pub fn key_rows<'a>(
+    py: Python<'_>,
+    keys: &'a numpy::PyReadonlyArray2<'_, u64>,
+) -> PyResult<(std::borrow::Cow<'a, [u64]>, usize, usize)> {
     let arr = keys.as_array();
     let (n, b) = (arr.shape()[0], arr.shape()[1]);
     if n > u32::MAX as usize {

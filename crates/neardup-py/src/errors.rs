@@ -49,10 +49,7 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 /// Run `f` with the GIL released; a panic anywhere inside (rayon workers included, which
 /// re-raise in the caller) becomes `neardup.errors.InternalError` instead of unwinding
 /// into the interpreter.
-pub fn detached<T: Send>(
-    py: Python<'_>,
-    f: impl FnOnce() -> Result<T, Error> + Send,
-) -> PyResult<T> {
+pub fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T, Error> + Send) -> PyResult<T> {
     match py.detach(|| catch_unwind(AssertUnwindSafe(|| neardup_core::batch::in_this_process(f)))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(to_py(py, e)),

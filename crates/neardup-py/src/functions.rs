@@ -9,9 +9,7 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 
 fn sorted_ids<'a>(py: Python<'_>, a: &'a PyReadonlyArray1<'_, u64>, name: &str) -> PyResult<&'a [u64]> {
-    let s = a
-        .as_slice()
-        .map_err(|_| param_err(py, format!("{name} must be a contiguous uint64 array")))?;
+    let s = a.as_slice().map_err(|_| param_err(py, format!("{name} must be a contiguous uint64 array")))?;
     if !measures::is_sorted_distinct(s) {
         return Err(raise(
             py,
@@ -99,7 +97,11 @@ pub fn simhash_fingerprints_arrow<'py>(
 }
 
 #[pyfunction]
-pub fn simhash_from_weighted(py: Python<'_>, ids: PyReadonlyArray1<'_, u64>, weights: PyReadonlyArray1<'_, u32>) -> PyResult<u64> {
+pub fn simhash_from_weighted(
+    py: Python<'_>,
+    ids: PyReadonlyArray1<'_, u64>,
+    weights: PyReadonlyArray1<'_, u32>,
+) -> PyResult<u64> {
     let (i, w) = (ids.as_array(), weights.as_array());
     if i.len() != w.len() {
         return Err(param_err(py, format!("ids ({}) and weights ({}) differ in length", i.len(), w.len())));
@@ -114,7 +116,13 @@ pub fn candidate_probability(s: f64, b: u32, r: u32) -> f64 {
 }
 
 #[pyfunction]
-pub fn optimal_params(py: Python<'_>, threshold: f64, num_perm: u32, fp_weight: f64, fn_weight: f64) -> PyResult<(u32, u32)> {
+pub fn optimal_params(
+    py: Python<'_>,
+    threshold: f64,
+    num_perm: u32,
+    fp_weight: f64,
+    fn_weight: f64,
+) -> PyResult<(u32, u32)> {
     detached(py, || lsh::optimal_params(threshold, num_perm, fp_weight, fn_weight))
 }
 
@@ -200,7 +208,11 @@ fn graph_pairs(py: Python<'_>, n: usize, pairs: &PyReadonlyArray2<'_, u32>) -> P
 }
 
 #[pyfunction]
-pub fn connected_components<'py>(py: Python<'py>, n: usize, pairs: PyReadonlyArray2<'py, u32>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+pub fn connected_components<'py>(
+    py: Python<'py>,
+    n: usize,
+    pairs: PyReadonlyArray2<'py, u32>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let pairs = graph_pairs(py, n, &pairs)?;
     let labels = detached(py, || unionfind::connected_components(n, &pairs))?;
     Ok(PyArray1::from_vec(py, labels))
@@ -292,7 +304,11 @@ pub fn _panic_for_tests(py: Python<'_>, in_worker: bool) -> PyResult<()> {
         if in_worker {
             batch::with_threads(Some(2), || {
                 use rayon::prelude::*;
-                (0..4).into_par_iter().for_each(|i| if i == 3 { panic!("deliberate test panic in a worker") });
+                (0..4).into_par_iter().for_each(|i| {
+                    if i == 3 {
+                        panic!("deliberate test panic in a worker")
+                    }
+                });
             })
         } else {
             panic!("deliberate test panic")

@@ -1,6 +1,6 @@
 //! `neardup._core.MinHasher`: the three MinHash schemes behind one class.
 
-use crate::convert::{arrow_texts, one, utf8, Texts};
+use crate::convert::{arrow_texts, one, utf8, NpArray1, NpArray2, Texts};
 use crate::errors::{detached, param_err, raise, to_py};
 use crate::shingler::PyShingler;
 use neardup_core::batch;
@@ -28,9 +28,7 @@ impl PyMinHasher {
     }
 
     fn matrix<'py>(&self, py: Python<'py>, n: usize, v: Vec<u32>) -> Bound<'py, PyArray2<u32>> {
-        Array2::from_shape_vec((n, self.inner.num_perm()), v)
-            .expect("buffer has n * num_perm values")
-            .into_pyarray(py)
+        Array2::from_shape_vec((n, self.inner.num_perm()), v).expect("buffer has n * num_perm values").into_pyarray(py)
     }
 
     /// Signatures, exact keys and token counts of `strs` (a list's or an Arrow array's texts),
@@ -42,12 +40,14 @@ impl PyMinHasher {
         shingler: &PyShingler,
         strs: &[S],
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let t = crate::convert::threads(py, threads)?;
         let n = strs.len();
         let (mut out, mut keys, mut ntok) = (self.sig_buffer(n), vec![0u64; n], vec![0u64; n]);
         detached(py, || {
-            batch::with_threads(t, || batch::signatures_keyed(&self.inner, &shingler.inner, strs, &mut out, &mut keys, &mut ntok))
+            batch::with_threads(t, || {
+                batch::signatures_keyed(&self.inner, &shingler.inner, strs, &mut out, &mut keys, &mut ntok)
+            })
         })?;
         Ok((self.matrix(py, n, out), keys.into_pyarray(py), ntok.into_pyarray(py)))
     }
@@ -62,7 +62,11 @@ impl PyMinHasher {
     }
 
     #[staticmethod]
-    fn multiply_shift_from_params(py: Python<'_>, a: PyReadonlyArray1<'_, u64>, b: PyReadonlyArray1<'_, u64>) -> PyResult<Self> {
+    fn multiply_shift_from_params(
+        py: Python<'_>,
+        a: PyReadonlyArray1<'_, u64>,
+        b: PyReadonlyArray1<'_, u64>,
+    ) -> PyResult<Self> {
         MinHasher::multiply_shift_from_params(slice_or_copy(&a), slice_or_copy(&b))
             .map(|inner| PyMinHasher { inner })
             .map_err(|e| to_py(py, e))
@@ -94,19 +98,22 @@ impl PyMinHasher {
     /// (a, b) as NumPy arrays, or None for schemes without them.
     fn params<'py>(&self, py: Python<'py>) -> Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
         match self.inner.scheme() {
-            Scheme::MultiplyShift { a, b } => Some((
-                PyArray1::from_slice(py, a).into_any(),
-                PyArray1::from_slice(py, b).into_any(),
-            )),
-            Scheme::Affine32 { a, b } => Some((
-                PyArray1::from_slice(py, a).into_any(),
-                PyArray1::from_slice(py, b).into_any(),
-            )),
+            Scheme::MultiplyShift { a, b } => {
+                Some((PyArray1::from_slice(py, a).into_any(), PyArray1::from_slice(py, b).into_any()))
+            }
+            Scheme::Affine32 { a, b } => {
+                Some((PyArray1::from_slice(py, a).into_any(), PyArray1::from_slice(py, b).into_any()))
+            }
             Scheme::Oph { .. } => None,
         }
     }
 
-    fn signature<'py>(&self, py: Python<'py>, shingler: &PyShingler, text: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    fn signature<'py>(
+        &self,
+        py: Python<'py>,
+        shingler: &PyShingler,
+        text: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let s = one(text, None)?;
         let t = utf8(&s, None)?;
         let mut out = self.sig_buffer(1);
@@ -142,7 +149,7 @@ impl PyMinHasher {
         shingler: &PyShingler,
         texts: &Bound<'py, PyAny>,
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let owned = Texts::extract(texts)?;
         self.keyed(py, shingler, &owned.strs()?, threads)
     }
@@ -174,12 +181,13 @@ impl PyMinHasher {
         offsets: PyReadonlyArray1<'py, i64>,
         data: PyReadonlyArray1<'py, u8>,
         threads: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>)> {
+    ) -> PyResult<(NpArray2<'py, u32>, NpArray1<'py, u64>, NpArray1<'py, u64>)> {
         let strs = arrow_texts(py, &offsets, &data)?;
         self.keyed(py, shingler, &strs, threads)
     }
 
     /// Signature of a set of 64-bit ids (32-bit for datasketch-affine32).
+    #[allow(clippy::wrong_self_convention)] // the Python method MinHasher.from_ids, as neardup-core names it
     fn from_ids<'py>(&self, py: Python<'py>, ids: PyReadonlyArray1<'py, u64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let ids = slice_or_copy(&ids);
         let mut out = self.sig_buffer(1);
@@ -188,7 +196,13 @@ impl PyMinHasher {
     }
 
     /// Signature of byte tokens, hashed by the scheme's input hash.
-    fn from_tokens<'py>(&self, py: Python<'py>, shingler: &PyShingler, tokens: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    #[allow(clippy::wrong_self_convention)] // the Python method MinHasher.from_tokens, as neardup-core names it
+    fn from_tokens<'py>(
+        &self,
+        py: Python<'py>,
+        shingler: &PyShingler,
+        tokens: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let mut owners: Vec<Bound<'py, PyBytes>> = Vec::new();
         for (i, item) in tokens.try_iter()?.enumerate() {
             let item = item?;
@@ -216,4 +230,3 @@ fn positive(py: Python<'_>, n: i64) -> PyResult<usize> {
     }
     Ok(n as usize)
 }
-

@@ -1,10 +1,11 @@
 //! `postings_lookup`: the persistent index's band look-up (see `neardup_core::postings`).
 
+use crate::convert::NpArray1;
 use crate::errors::{detached, param_err, raise};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use neardup_core::postings;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Every (query index, document) with `keys[p] == queries[i]`, over the sorted posting arrays
 /// `keys[j]` / `docs[j]` (one pair per segment; each sorted by key), as two int64 arrays.
@@ -14,7 +15,7 @@ pub fn postings_lookup<'py>(
     keys: Vec<PyReadonlyArray1<'py, u64>>,
     docs: Vec<PyReadonlyArray1<'py, u32>>,
     queries: PyReadonlyArray1<'py, u64>,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(NpArray1<'py, i64>, NpArray1<'py, i64>)> {
     if keys.len() != docs.len() {
         return Err(param_err(py, format!("{} key arrays but {} document arrays", keys.len(), docs.len())));
     }
@@ -77,7 +78,7 @@ impl PostingArrays {
         &self,
         py: Python<'py>,
         queries: PyReadonlyArray1<'py, u64>,
-    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+    ) -> PyResult<(NpArray1<'py, i64>, NpArray1<'py, i64>)> {
         let q = queries.as_slice().map_err(|_| param_err(py, "queries must be a contiguous uint64 array"))?;
         let (qi, d) = self.search(py, q)?;
         Ok((
@@ -104,8 +105,9 @@ impl PostingArrays {
             let (ks, ds) = unsafe { (k.as_slice().unwrap_or(&[]), d.as_slice().unwrap_or(&[])) };
             arrays.push((ks, ds));
         }
-        catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q)))
-            .map_err(|_| raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None))
+        catch_unwind(AssertUnwindSafe(|| postings::lookup_few(&arrays, q))).map_err(|_| {
+            raise(py, "InternalError", "internal error in neardup's Rust core: posting look-up".into(), None)
+        })
     }
 }
 
@@ -117,7 +119,7 @@ pub fn lookup_bands<'py>(
     py: Python<'py>,
     handles: Vec<Bound<'py, PostingArrays>>,
     queries: PyReadonlyArray2<'py, u64>,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(NpArray1<'py, i64>, NpArray1<'py, i64>, NpArray1<'py, i64>)> {
     let q = queries.as_array();
     if q.shape()[0] != handles.len() {
         return Err(param_err(py, format!("{} rows of queries but {} posting handles", q.shape()[0], handles.len())));
@@ -126,7 +128,7 @@ pub fn lookup_bands<'py>(
     for (j, h) in handles.iter().enumerate() {
         let row: Vec<u64> = q.row(j).to_vec();
         let (qi, d) = h.get().search(py, &row)?;
-        rows.extend(std::iter::repeat(j as i64).take(qi.len()));
+        rows.extend(std::iter::repeat_n(j as i64, qi.len()));
         qis.extend(qi.into_iter().map(i64::from));
         docs.extend(d.into_iter().map(i64::from));
     }

@@ -1,6 +1,6 @@
 //! `neardup._core.Shingler`.
 
-use crate::convert::{one, utf8, Texts};
+use crate::convert::{one, utf8, NpArray1, Texts};
 use crate::errors::{detached, param_err, to_py};
 use neardup_core::batch;
 use neardup_core::hash::ShingleHash;
@@ -19,7 +19,14 @@ pub struct PyShingler {
 impl PyShingler {
     #[new]
     #[pyo3(signature = (k=5, unit="word", hash="xxh3", seed=0, stopwords=None))]
-    fn new(py: Python<'_>, k: i64, unit: &str, hash: &str, seed: u64, stopwords: Option<Vec<String>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        k: i64,
+        unit: &str,
+        hash: &str,
+        seed: u64,
+        stopwords: Option<Vec<String>>,
+    ) -> PyResult<Self> {
         if k < 1 {
             return Err(param_err(py, format!("k must be a positive integer, got {k}")));
         }
@@ -77,7 +84,7 @@ impl PyShingler {
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyAny>,
-    ) -> PyResult<(Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u32>>)> {
+    ) -> PyResult<(NpArray1<'py, u64>, NpArray1<'py, u32>)> {
         let s = one(text, None)?;
         let t = utf8(&s, None)?;
         let (ids, counts) = detached(py, || Ok(self.inner.weighted_hashes(t)))?;
@@ -86,7 +93,12 @@ impl PyShingler {
 
     /// `hashes` for every text of a batch, on `threads` threads.
     #[pyo3(signature = (texts, threads=None))]
-    fn hashes_batch<'py>(&self, py: Python<'py>, texts: &Bound<'py, PyAny>, threads: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+    fn hashes_batch<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        threads: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let owned = Texts::extract(texts)?;
         let strs = owned.strs()?;
         let t = crate::convert::threads(py, threads)?;
@@ -94,4 +106,3 @@ impl PyShingler {
         PyList::new(py, rows.iter().map(|r| r.to_pyarray(py)))
     }
 }
-

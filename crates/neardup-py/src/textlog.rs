@@ -1,8 +1,8 @@
 //! `read_texts`: many texts of the index's text log in one call (see `neardup_core::textlog`).
 
+use crate::convert::{NpArray1, Texts};
 use crate::errors::{detached, param_err, raise};
 use neardup_core::textlog::{self, TextError};
-use crate::convert::Texts;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use std::fs::File;
@@ -52,7 +52,7 @@ pub fn write_texts<'py>(
     fd: i32,
     offset: u64,
     texts: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
+) -> PyResult<(NpArray1<'py, u32>, NpArray1<'py, u32>)> {
     if fd < 0 {
         return Err(param_err(py, format!("not a file descriptor: {fd}")));
     }
@@ -67,7 +67,12 @@ pub fn write_texts<'py>(
     match got {
         Ok(Ok((l, c))) => Ok((PyArray1::from_vec(py, l), PyArray1::from_vec(py, c))),
         Ok(Err(e)) => Err(os_error(e)),
-        Err(_) => Err(raise(py, "InternalError", "internal error in neardup's Rust core while writing texts".to_owned(), None)),
+        Err(_) => Err(raise(
+            py,
+            "InternalError",
+            "internal error in neardup's Rust core while writing texts".to_owned(),
+            None,
+        )),
     }
 }
 

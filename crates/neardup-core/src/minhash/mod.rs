@@ -118,9 +118,7 @@ impl MinHasher {
     pub fn from_ids(&self, ids: &[u64], out: &mut [u32]) -> crate::Result<()> {
         assert_eq!(out.len(), self.num_perm(), "output row has the wrong length");
         match &self.scheme {
-            Scheme::MultiplyShift { .. } => {
-                multiply_shift::signature(self.ms.as_ref().expect("params"), ids, out)
-            }
+            Scheme::MultiplyShift { .. } => multiply_shift::signature(self.ms.as_ref().expect("params"), ids, out),
             Scheme::Affine32 { a, b } => {
                 if let Some(i) = ids.iter().position(|&x| x > u32::MAX as u64) {
                     return Err(crate::Error::InvalidInput {
@@ -141,12 +139,7 @@ impl MinHasher {
 
     /// Signature of byte tokens hashed by this scheme's input hash: sha1_hash32 for
     /// `Affine32` (as datasketch's default `hashfunc`), the shingler's hash otherwise.
-    pub fn from_tokens<'a>(
-        &self,
-        shingler: &Shingler,
-        tokens: impl Iterator<Item = &'a [u8]>,
-        out: &mut [u32],
-    ) {
+    pub fn from_tokens<'a>(&self, shingler: &Shingler, tokens: impl Iterator<Item = &'a [u8]>, out: &mut [u32]) {
         IDS.with(|cell| {
             let mut ids = cell.borrow_mut();
             ids.clear();
@@ -182,9 +175,7 @@ impl MinHasher {
             let mut ids = cell.borrow_mut();
             ids.clear();
             match &self.scheme {
-                Scheme::Affine32 { .. } => {
-                    shingler.for_each_shingle_of(ts, |b| ids.push(sha1_hash32(b) as u64))
-                }
+                Scheme::Affine32 { .. } => shingler.for_each_shingle_of(ts, |b| ids.push(sha1_hash32(b) as u64)),
                 _ => shingler.for_each_shingle_of(ts, |b| ids.push(shingler.hash_bytes(b))),
             }
             self.from_ids(&ids, out).expect("ids are in range by construction");

@@ -214,12 +214,7 @@ pub fn signature(p: &Params, ids: &[u64], out: &mut [u32]) {
 pub fn reference(a: &[u64], b: &[u64], ids: &[u64]) -> Vec<u32> {
     a.iter()
         .zip(b)
-        .map(|(&a, &b)| {
-            ids.iter()
-                .map(|&x| (a.wrapping_mul(x).wrapping_add(b) >> 32) as u32)
-                .min()
-                .unwrap_or(u32::MAX)
-        })
+        .map(|(&a, &b)| ids.iter().map(|&x| (a.wrapping_mul(x).wrapping_add(b) >> 32) as u32).min().unwrap_or(u32::MAX))
         .collect()
 }
 
