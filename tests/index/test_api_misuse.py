@@ -201,7 +201,7 @@ def test_threads_are_checked_at_open(recent, threads):
 
 def test_numpy_settings_and_nothing_left_behind(tmp_path):
     with Index.create(tmp_path / "a", k=np.int64(4), threshold=np.float64(0.7), threads=np.int64(2)) as ix:
-        assert ix.config.k == 4 and type(ix.config.k) is int
+        assert ix.config.settings.k == 4 and type(ix.config.settings.k) is int
     with Index.open(tmp_path / "a", k=np.int64(4)):
         pass
     with pytest.raises(InvalidParameterError):
@@ -213,7 +213,7 @@ def test_numpy_settings_and_nothing_left_behind(tmp_path):
     (lambda ix: ix.get_cluster("abc"), InvalidParameterError),
     (lambda ix: ix.get_cluster(1.7), InvalidParameterError),
     (lambda ix: ix.get_cluster(True), InvalidParameterError),
-    (lambda ix: ix.get_cluster(2**70), neardup.index.errors.DocumentNotFoundError),
+    (lambda ix: ix.get_cluster(2**70), neardup.errors.DocumentNotFoundError),
     (lambda ix: ix.recent_clusters(limit="x"), InvalidParameterError),
     (lambda ix: ix.recent_clusters(limit=-1), InvalidParameterError),
     (lambda ix: ix.add([{"id": "x", "text": "t"}], fields="id"), InvalidParameterError),

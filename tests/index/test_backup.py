@@ -12,6 +12,7 @@ import pytest
 from neardup.cli import main
 from neardup.index import BackupBusyError, Index, IndexCorruptError
 from neardup.index import backup as bk
+from neardup.index import copying
 from neardup.errors import IndexExistsError, IndexNotFoundError
 
 
@@ -93,7 +94,7 @@ def test_a_change_under_the_copy_starts_it_again(tmp_path, corpus, monkeypatch):
     d = tmp_path / "ix"
     with Index.create(d) as ix:
         ix.add(corpus[:80])
-    real = bk._copy
+    real = copying._copy
     fired = []
 
     def racing_copy(src, dst, length):
@@ -103,7 +104,7 @@ def test_a_change_under_the_copy_starts_it_again(tmp_path, corpus, monkeypatch):
                 ix.remove([corpus[5]["id"]])  # committed and zeroed in the log now
         return real(src, dst, length)
 
-    monkeypatch.setattr(bk, "_copy", racing_copy)
+    monkeypatch.setattr(copying, "_copy", racing_copy)
     r = bk.backup(d, tmp_path / "copy")
     assert fired and r["attempts"] == 2 and r["documents"] == 79
     assert _state(tmp_path / "copy") == _state(d)
@@ -114,7 +115,7 @@ def test_an_index_changing_under_every_attempt_gives_up_cleanly(tmp_path, corpus
     d = tmp_path / "ix"
     with Index.create(d) as ix:
         ix.add(corpus[:80])
-    real = bk._copy
+    real = copying._copy
     left = iter(range(5, 80))
 
     def racing_copy(src, dst, length):
@@ -123,7 +124,7 @@ def test_an_index_changing_under_every_attempt_gives_up_cleanly(tmp_path, corpus
                 ix.remove([corpus[next(left)]["id"]])
         return real(src, dst, length)
 
-    monkeypatch.setattr(bk, "_copy", racing_copy)
+    monkeypatch.setattr(copying, "_copy", racing_copy)
     with pytest.raises(BackupBusyError, match="changed under each of 3 backup attempts"):
         bk.backup(d, tmp_path / "copy", attempts=3)
     assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path) == []
@@ -259,14 +260,14 @@ def test_a_full_disk_leaves_nothing_behind(tmp_path, corpus, monkeypatch, capsys
     d = tmp_path / "ix"
     with Index.create(d) as ix:
         ix.add(corpus[:30])
-    real = bk._copy
+    real = copying._copy
 
     def full(src, dst, length):
         if os.path.basename(src).startswith("texts-"):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(src, dst, length)
 
-    monkeypatch.setattr(bk, "_copy", full)
+    monkeypatch.setattr(copying, "_copy", full)
     assert main(["index", "backup", str(d), str(tmp_path / "copy")]) == 5
     assert "the disk is full" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "copy") and _leftovers(tmp_path) == []
@@ -282,9 +283,9 @@ def test_a_killed_backup_leaves_nothing_the_next_one_keeps(tmp_path, corpus):
     d = tmp_path / "ix"
     with Index.create(d) as ix:
         ix.add(corpus[:200])
-    code = ("import sys, time\nfrom neardup.index import backup as bk\nreal = bk._copy\n"
+    code = ("import sys, time\nfrom neardup.index import backup as bk, copying\nreal = copying._copy\n"
             "def slow(s, t, n):\n    r = real(s, t, n)\n    print('copied', flush=True)\n    time.sleep(60)\n    return r\n"
-            "bk._copy = slow\nbk.backup(sys.argv[1], sys.argv[2])\n")
+            "copying._copy = slow\nbk.backup(sys.argv[1], sys.argv[2])\n")
     p = subprocess.Popen([sys.executable, "-c", code, str(d), str(tmp_path / "copy")], stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "copied"

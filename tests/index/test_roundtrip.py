@@ -96,7 +96,7 @@ def test_config_stored_and_checked(tmp_path):
     with pytest.raises(IndexExistsError):
         Index.create(tmp_path / "ix")
     with Index.open(tmp_path / "ix", k=4, num_perm=64) as ix:
-        assert ix.config.k == 4 and ix.config.num_perm == 64 and ix.config.bands * ix.config.rows <= 64
+        assert ix.config.settings.k == 4 and ix.config.settings.num_perm == 64 and ix.config.bands * ix.config.rows <= 64
     with pytest.raises(IndexConfigError, match="num_perm"):
         Index.open(tmp_path / "ix", num_perm=128)
     with pytest.raises(IndexConfigError, match="scheme"):
@@ -518,7 +518,7 @@ def test_index_settings_are_checked_as_dedups(tmp_path):
     from neardup.errors import InvalidParameterError
 
     with Index.create(tmp_path / "a", prefer_source="agency,wire") as ix:  # as dedup reads it
-        assert ix.config.prefer_source == ("agency", "wire")  # was ('a', 'g', 'e', ...)
+        assert ix.config.settings.prefer_source == ("agency", "wire")  # was ('a', 'g', 'e', ...)
     Index.open(tmp_path / "a", prefer_source="agency,wire").close()
     for kw, what in [(dict(store_text="no"), "store_text"), (dict(prefer_source=[1]), "prefer_source"),
                      (dict(k="5"), "k must be an integer"), (dict(colour="red"), "unknown index setting 'colour'"),

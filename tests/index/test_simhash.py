@@ -28,7 +28,7 @@ def test_simhash_days_equal_one_dedup(tmp_path, corpus, request, verify, store_t
     assert sum(len(c) > 1 for c in h.cluster_sets(rows)) > 5
     # reopened: the stored method is checked
     with Index.open(tmp_path / "ix") as ix:
-        assert ix.config.method == "simhash" and ix.config.max_distance == 4
+        assert ix.config.settings.method == "simhash" and ix.config.settings.max_distance == 4
         v = ix.query(corpus[0]["text"])
         assert v[0].status == "duplicate" and v[0].match == "exact"
     with pytest.raises(IndexConfigError, match="method"):
@@ -61,7 +61,7 @@ def test_simhash_index_settings_that_do_not_apply_are_refused(tmp_path):
 
     with pytest.raises(InvalidParameterError, match="signature_bits applies to MinHash"):
         Index.create(tmp_path / "a", method="simhash", verify="estimate", signature_bits=16)
-    with pytest.raises(InvalidParameterError, match="method must be 'minhash' or 'simhash'"):
+    with pytest.raises(InvalidParameterError, match="method must be one of .'minhash', 'simhash'."):
         Index.create(tmp_path / "b", method="lsh-forest")
     with pytest.raises(InvalidParameterError, match="max_distance"):
         Index.create(tmp_path / "c", method="simhash", max_distance=40)

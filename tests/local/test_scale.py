@@ -12,7 +12,8 @@ from neardup.errors import InvalidParameterError
 from neardup.io import readers
 from neardup.engines.local import memory
 from neardup.errors import MemoryLimitError
-from neardup.engines.local.memory import deep_size, parse_size
+from neardup.engines.local.memory import deep_size
+from neardup.stages.options import parse_size
 from neardup.engines.local.reread import _held_peak, plan_passes
 from neardup.engines.local.store import RowStore
 from nd_helpers import read_jsonl

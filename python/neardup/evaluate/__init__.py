@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-import neardup
 from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.evaluate.metrics import adjusted_rand_index, co_clustered, pairwise_scores
 from neardup.errors import InvalidInputError, InvalidParameterError
@@ -25,6 +24,8 @@ from neardup.io.records import Fields, Limits, check_record
 from neardup.io.writers import atomic_open
 from neardup.stages.verify import HashSets, self_join, verify_exact
 from neardup import _sets
+from neardup.graph import connected_components
+from neardup.shingle import Shingler
 
 __all__ = ["GroundTruth", "ground_truth", "containment_join", "evaluate"]
 
@@ -41,7 +42,7 @@ class GroundTruth:
     measure: str = "jaccard"
 
     def labels(self) -> np.ndarray:
-        return np.asarray(neardup.connected_components(len(self.ids), self.pairs.astype(np.uint32)), dtype=np.int64)
+        return np.asarray(connected_components(len(self.ids), self.pairs.astype(np.uint32)), dtype=np.int64)
 
 
 def ground_truth(inputs, threshold: float, *, fields: Fields = Fields(), k: int = 5, unit: str = "word",
@@ -51,7 +52,7 @@ def ground_truth(inputs, threshold: float, *, fields: Fields = Fields(), k: int 
     containment) >= threshold (prefix-filtering self-join)."""
     if measure not in MEASURES:
         raise InvalidParameterError(f"measure must be one of {MEASURES}, got {measure!r}")
-    shingler = neardup.Shingler(k=k, unit=unit, seed=0)
+    shingler = Shingler(k=k, unit=unit, seed=0)
     limits = Limits(max_chars=max_chars)
     ids: list[Any] = []
     seen: set[str] = set()

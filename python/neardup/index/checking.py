@@ -53,10 +53,17 @@ def check_text_ends(conn, directory: str, file: int | None = None) -> None:
 class Checking:
     def backup(self, dest) -> dict:
         """Copy this index to `dest` (a new directory), consistent and checked, without a lock
-        (index/backup.py): ``neardup index backup``."""
-        from neardup.index.backup import backup
+        (index/copying.py): ``neardup index backup``."""
+        from neardup.index.copying import ATTEMPTS, copy_index
 
-        return backup(self.directory, dest)
+        return copy_index(self.directory, dest, ATTEMPTS, type(self).checked_copy)
+
+    @classmethod
+    def checked_copy(cls, directory: str) -> tuple[dict, int]:
+        """A copy of an index checked as ``neardup index check`` does: (the check's result, its
+        documents). Raises :class:`~neardup.errors.IndexCorruptError` if it fails."""
+        with cls.open(directory) as ix:  # type: ignore[attr-defined]
+            return ix.check(), ix.stats()["documents"]
 
     def check(self) -> dict:
         """Full check: SQLite integrity, every segment's checksum, every stored text's checksum,

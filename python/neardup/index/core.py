@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-import neardup
 from neardup._ints import count
 from neardup.errors import InvalidParameterError
 from neardup.index import store
@@ -61,6 +60,7 @@ from neardup.index.errors import PartsShareAStory, few
 from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.io.records import Checked, Fields
 from neardup.stages.signer import Signer, exact_keys
+from neardup.stages.report import package_version
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
@@ -172,7 +172,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             conn.executescript(SCHEMA)
             now = time.time()
             meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
-                    "neardup_version": neardup.__version__, "probe": _probe(cfg),
+                    "neardup_version": package_version(), "probe": _probe(cfg),
                     "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
                     "tuning": tuning.to_json(), **counters.ZERO}
             conn.execute("BEGIN")
@@ -686,7 +686,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         commit), each to be answered as if it had been added after the ones before it alone.
         A verdict gives its story's state at the end of the batch, so when two parts join one
         story (two copies of one story in one group) the add is planned but not committed and
-        raises :class:`~neardup.index.errors.PartsShareAStory`: the caller adds the parts
+        raises :class:`~neardup.errors.PartsShareAStory`: the caller adds the parts
         one by one instead. Parts whose stories are apart get the verdicts they would alone."""
         extras = extras if extras is not None else [(None, None)] * len(docs)
         if dry_run:

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-import neardup
 from neardup import _sets
+from neardup.graph import connected_components
 
 __all__ = ["SMALL_PLAN", "first_in_archive", "first_in_archive_few", "first_in_batch", "first_in_batch_few",
            "unique_pairs", "unique_pairs_few", "join", "join_few", "group", "group_few", "pair_rows",
@@ -107,7 +107,7 @@ def join(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> 
         np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
         bp]).astype(np.uint32)
     N = n + len(touched)
-    labels = np.asarray(neardup.connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
+    labels = np.asarray(connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
     lab_b, lab_t = labels[:n], labels[n:]
     tl, tfirst = np.unique(lab_t, return_index=True)
     ttarget = touched[tfirst]  # touched is sorted: a label's first touched cluster is its smallest
@@ -134,7 +134,7 @@ def join_few(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster)
     touched = sorted({c for _, c in to_arch})
     node = {c: n + k for k, c in enumerate(touched)}
     e = [(i, node[c]) for i, c in to_arch] + list(zip(batch_exact[be].tolist(), be.tolist())) + bp.tolist()
-    labels = np.asarray(neardup.connected_components(n + len(touched), np.array(e, np.uint32).reshape(-1, 2))).tolist()
+    labels = np.asarray(connected_components(n + len(touched), np.array(e, np.uint32).reshape(-1, 2))).tolist()
     target: dict[int, int] = {}  # component -> its smallest touched cluster (touched is sorted)
     for k, c in enumerate(touched):
         target.setdefault(labels[n + k], c)

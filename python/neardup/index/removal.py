@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-import neardup
 from neardup.errors import InvalidParameterError
 from neardup.io.records import parse_time
 from neardup.errors import DocumentNotFoundError, ScrubIncompleteError
@@ -32,6 +31,7 @@ from neardup.index.plan_steps import nan_if_none
 from neardup.simhash import hamming
 from neardup.index.errors import few
 from neardup import _sets
+from neardup.graph import connected_components
 
 # A document's age: its publication time, or when it was added if it came without one
 # (remove's selection and older_remain's question must agree on it).
@@ -204,14 +204,14 @@ class Removal:
                     j = by_key.setdefault(m["exact_key"], i)
                     if j != i:
                         edges.append((j, i))
-            lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
+            lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
             if self.config.store_text and len(_sets.unique(lab)) > 1:
                 # split on the stored pairs, which are a budget of the verified ones (budget.py):
                 # the pairs across the parts that neardup dedup would verify, verified again
                 for i, j, sim in self._bridges(conn, rest, lab):
                     edges.append((i, j))
                     inherited.append((rest[i]["doc"], rest[j]["doc"], sim))  # (i < j: doc order)
-                lab = np.asarray(neardup.connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
+                lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
                                  np.int64)
             comps: dict[int, list[int]] = {}
             for i, l in enumerate(lab.tolist()):

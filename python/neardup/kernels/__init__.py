@@ -47,13 +47,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-import neardup
 from neardup import _core
 from neardup.errors import RecordError
 from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
 from neardup.stages.keepers import source_ranks
+from neardup.kernels.common import _cached, _sets_of, round6
+from neardup.lsh import band_keys
+from neardup.minhash import MinHash
 from neardup.settings import Settings
+from neardup.shingle import Shingler
+from neardup.simhash import SimHash
 from neardup.stages.options import DedupOptions
 from neardup import _sets
 
@@ -127,26 +131,14 @@ class KernelParams:
         """Band keys per document: the LSH bands, or SimHash's ``max_distance + 1`` blocks."""
         return self._shape[0]
 
-    def shingler(self) -> neardup.Shingler:
+    def shingler(self) -> Shingler:
         return self.settings.shingler()
 
-    def minhash(self) -> neardup.MinHash:
+    def minhash(self) -> MinHash:
         return self.settings.minhash()
 
-    def simhash(self) -> neardup.SimHash:
+    def simhash(self) -> SimHash:
         return self.settings.simhash()
-
-
-_CACHE: dict = {}
-
-
-def _cached(params: KernelParams, what: str):
-    key = (params, what)
-    obj = _CACHE.get(key)
-    if obj is None:
-        obj = getattr(params, what)()
-        _CACHE[key] = obj
-    return obj
 
 
 # ---- records ----------------------------------------------------------------------------
@@ -289,7 +281,7 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
         ntok[idx] = n_
         tok = idx[has_tok]
         if len(tok):
-            keys = neardup.lsh.band_keys(np.ascontiguousarray(sigs[has_tok]), b, params.rows, threads=params.threads)
+            keys = band_keys(np.ascontiguousarray(sigs[has_tok]), b, params.rows, threads=params.threads)
     elif len(idx):
         good = table.take(pa.array(idx)).select(["pos", "text"])
         ek = exact_keys(good, params.threads, params.settings.unit)
@@ -331,7 +323,7 @@ def band_rows(table: pa.Table, params: KernelParams, with_sig: bool = False) -> 
     if n:
         text = table.column("text").combine_chunks() if isinstance(table.column("text"), pa.ChunkedArray) else table.column("text")
         sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
-        keys = neardup.lsh.band_keys(sigs, b, r, threads=params.threads)  # (n, b) uint64
+        keys = band_keys(sigs, b, r, threads=params.threads)  # (n, b) uint64
     else:
         sigs = np.zeros((0, params.settings.num_perm), np.uint32)
         keys = np.zeros((0, b), np.uint64)
@@ -383,12 +375,6 @@ def bucket_members(table: pa.Table) -> pa.Table:
 
 
 # ---- verification -----------------------------------------------------------------------
-
-
-def _sets_of(texts: list[str], params: KernelParams):
-    from neardup.stages.verify import HashSets
-
-    return HashSets(_cached(params, "shingler").hashes_batch(texts, threads=params.threads))
 
 
 def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
@@ -496,12 +482,6 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
     sims = np.asarray(sims, np.float64)
     return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))
             .append_column("similarity6", pa.array(round6(sims), pa.float64())))
-
-
-def round6(x) -> list[float]:
-    """Similarities as the local engine writes them: Python's ``round(s, 6)`` (correctly
-    rounded from the binary value, ties to even — not Spark's HALF_UP ``round``)."""
-    return [round(v, 6) for v in np.asarray(x, dtype=np.float64).tolist()]
 
 
 # ---- connected components: large-star / small-star (Kiveris et al., SoCC 2014) -------------

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from neardup import _core
+from neardup.kernels.common import _sets_of, round6
 from neardup.simhash import block_keys, block_masks  # noqa: F401 - part of this module's kernels
 from neardup import _sets
 
@@ -121,7 +122,6 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     ``verify="exact"``: a pair passes when the exact Jaccard (or containment) of its texts
     reaches the threshold, as in the local engine; ``"estimate"``: every candidate passes,
     with similarity 1 - distance / 64 (the local engine's SimHash estimate)."""
-    from neardup.kernels import _sets_of, round6
     from neardup.stages.verify import verify_exact
 
     empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from neardup.errors import InvalidParameterError
 from neardup.io.records import Fields, Limits
 from neardup.settings import Settings, _is_int
 
-__all__ = ["DedupOptions", "LARGE_BUCKET", "ON_ERROR", "FORMATS"]
+__all__ = ["DedupOptions", "parse_size", "LARGE_BUCKET", "ON_ERROR", "FORMATS"]
 
 ON_ERROR = ("stop", "skip")
 FORMATS = ("jsonl", "parquet")
@@ -91,8 +92,6 @@ class DedupOptions:
         if self.tmp_dir is not None:  # said now, not when a spill first needs it (exit 4, unnamed)
             self._check_tmp_dir()
         if self.memory_limit is not None:
-            from neardup.engines.local.memory import parse_size
-
             self.memory_limit = parse_size(self.memory_limit)
 
     def _check_tmp_dir(self) -> None:
@@ -128,3 +127,22 @@ class DedupOptions:
         for name in ("output_format", "batch_size", "threads", "memory_limit", "tmp_dir", "large_bucket"):
             d[name] = getattr(self, name)
         return d
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str | int | None) -> int | None:
+    """Bytes from ``"16G"``, ``"512MiB"``, ``"2.5g"`` or an integer; None stays None."""
+    if text is None or isinstance(text, int) and not isinstance(text, bool):
+        if text is not None and text <= 0:
+            raise InvalidParameterError(f"a memory limit must be positive, got {text}")
+        return text
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise InvalidParameterError(f"cannot read {text!r} as a size (examples: 16G, 512M, 2.5GiB, 1000000)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise InvalidParameterError(f"a memory limit must be positive, got {text!r}")
+    return value

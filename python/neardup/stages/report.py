@@ -10,6 +10,16 @@ from dataclasses import dataclass, field
 __all__ = ["Stage", "StageLog", "peak_rss_mb", "summary_text"]
 
 
+def package_version() -> str:
+    """This neardup's version, as installed (Cargo.toml's [workspace.package] gives it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("neardup")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
+        return "?"
+
+
 def peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MiB.
 

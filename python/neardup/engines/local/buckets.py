@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import neardup
 from neardup import _core
 from neardup.io.readers import read_buffer_bytes
 from neardup.engines.local.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
 from neardup.engines.local.reread import read_sets, set_bytes_estimate
 from neardup.stages.verify import HashSets
 from neardup import _sets
+from neardup.graph import connected_components
 
 __all__ = ["LargeBuckets", "spanning_pairs"]
 
@@ -66,7 +66,7 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
         info["groups"] += 1
         # components so far (verified pairs of small buckets and earlier groups' edges)
         so_far = np.concatenate([np.asarray(near, np.int64).reshape(-1, 2)] + found_e)
-        labels = np.asarray(neardup.connected_components(n, so_far.astype(np.uint32)), dtype=np.uint32)
+        labels = np.asarray(connected_components(n, so_far.astype(np.uint32)), dtype=np.uint32)
         del so_far
         offs = lb.offsets[ks[0] : ks[-1] + 2] - lb.offsets[ks[0]]
         mem_docs = lb.members[lb.offsets[ks[0]] : lb.offsets[ks[-1] + 1]]

@@ -23,20 +23,15 @@ signatures or fingerprints: to a file, ``engines.local.store``), the band sort (
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-from neardup.errors import InvalidParameterError, MemoryLimitError
+from neardup.errors import MemoryLimitError
 
-__all__ = ["MemoryBudget", "parse_size", "current_rss", "release_freed", "deep_size"]
+__all__ = ["MemoryBudget", "current_rss", "release_freed", "deep_size"]
 
 #: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
 #: document; int64): reserved from the start so that the first pass leaves room for them.
 CLUSTER_BYTES_PER_DOC = 32
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
-
 
 def deep_size(obj: object) -> int:
     """Bytes of a result row as Python objects (dicts, lists, strs, ints, floats), each object
@@ -51,21 +46,6 @@ def deep_size(obj: object) -> int:
         return sys.getsizeof(obj) + sum(deep_size(v) for v in obj)
     return sys.getsizeof(obj)
 
-
-
-def parse_size(text: str | int | None) -> int | None:
-    """Bytes from ``"16G"``, ``"512MiB"``, ``"2.5g"`` or an integer; None stays None."""
-    if text is None or isinstance(text, int) and not isinstance(text, bool):
-        if text is not None and text <= 0:
-            raise InvalidParameterError(f"a memory limit must be positive, got {text}")
-        return text
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise InvalidParameterError(f"cannot read {text!r} as a size (examples: 16G, 512M, 2.5GiB, 1000000)")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if value <= 0:
-        raise InvalidParameterError(f"a memory limit must be positive, got {text!r}")
-    return value
 
 
 def mib(x: float) -> str:

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-import neardup
 from neardup import _core
 from neardup.errors import RecordError
 from neardup.io.readers import Source, open_sources, read_buffer_bytes
@@ -61,6 +60,8 @@ from neardup.engines.local.store import RowStore
 from neardup.stages.spill import join_freeing
 from neardup.stages.verify import estimate_pairs
 from neardup import _sets
+from neardup.graph import connected_components
+from neardup.stages.report import package_version
 
 __all__ = ["run", "MAX_SKIPPED_LISTED"]
 
@@ -495,7 +496,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
     # ---- clusters and keepers -------------------------------------------------------------
     with log.stage("clusters") as st:
         edges = np.concatenate([np.stack([rep_of[exact_dups], exact_dups], axis=1), near]).astype(np.uint32)
-        labels = np.asarray(neardup.connected_components(n, edges), dtype=np.int64) if n else np.zeros(0, np.int64)
+        labels = np.asarray(connected_components(n, edges), dtype=np.int64) if n else np.zeros(0, np.int64)
         del edges
         counts = np.bincount(labels, minlength=n) if n else np.zeros(0, np.int64)
         members = np.flatnonzero(counts[labels] >= 2) if n else np.zeros(0, np.int64)
@@ -579,7 +580,7 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         memory["rows_spilled_to_disk"] = store.spilled
 
     report: dict[str, Any] = {
-        "neardup_version": getattr(neardup, "__version__", "?"),
+        "neardup_version": package_version(),
         "inputs": per_input,
         "method": opts.settings.method,
         "options": opts.as_dict(),

@@ -157,7 +157,7 @@ def stale_kept(out: str, output_format: str, inputs: list[str]) -> list[str]:
 def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, spark) -> list[str]:
     from pyspark.sql import functions as F
 
-    from neardup.engines.spark.run import _map
+    from neardup.engines.spark.mapping import _map
 
     ensure_output_dir(outdir)
     clusters_df.write.mode("overwrite").parquet(os.path.join(outdir, "clusters.parquet"))
@@ -213,7 +213,7 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
     for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
     from pyspark.sql import functions as F
 
-    from neardup.engines.spark.run import _map
+    from neardup.engines.spark.mapping import _map
     from neardup.stages.parquet_out import write_kept
 
     alt = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
