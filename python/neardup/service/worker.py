@@ -21,7 +21,7 @@ writer process.
 
 If it stops answering without dying (``kill -STOP``, hung), sending never blocks the server's
 event loop (:class:`_Outbox`), ``ping`` tells GET /v1/health so, and the front's wait for an
-answer is bounded (app.py, ``--write-timeout``: :class:`WriterTimeoutError`).
+answer is bounded (writes.py, ``--write-timeout``: :class:`WriterTimeoutError`).
 """
 from __future__ import annotations
 
