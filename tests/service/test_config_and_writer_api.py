@@ -79,7 +79,7 @@ def test_the_default_max_chars_is_the_index_add_one(index_dir):
 
 def test_check_records_checks_as_add_does(index_dir):
     with Index.open(index_dir) as ix:
-        docs, extras = ix.check_records([{"id": "a", "text": "some text", "published_at": 5}], FIELDS)
+        docs, extras = ix.check_records([{"id": "a", "text": "some text", "published_at": 5}], FIELDS, DEFAULT_MAX_CHARS)
         assert [d.key for d in docs] == ["a"] and len(extras) == 1
         with pytest.raises(RecordError) as e:
             ix.check_records([{"id": "a", "text": "fine"}, {"id": "b", "text": "x" * 11}], FIELDS, 10)

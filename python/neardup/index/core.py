@@ -667,12 +667,12 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         with self.writing() as conn:
             conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
 
-    def check_records(self, records: Any, fields: Fields | None = None, max_chars: int = 5_000_000
-                      ) -> tuple[list[Checked], list[tuple]]:
-        """Check `records` (paths, records, or a single text) as :meth:`add` does, adding
-        nothing: the checked documents and their extras (the fields kept beside them), for
-        :meth:`add_checked`. :class:`RecordError` for the first refused record (its `line`
-        counts from 1), InvalidParameterError for a `max_chars` below 1."""
+    def check_records(self, records: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
+        """Check `records` (paths, records, or a single text) as :meth:`add` does with these
+        `fields` (None: the index's) and `max_chars`, adding nothing: the checked documents
+        and their extras (the fields kept beside them), for :meth:`add_checked`.
+        :class:`RecordError` for the first refused record (its `line` counts from 1),
+        InvalidParameterError for a `max_chars` below 1."""
         return self._checked(records, fields, max_chars)
 
     # ------------------------------------------------------------------ the fold's interface
