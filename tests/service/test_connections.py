@@ -1,4 +1,4 @@
-"""Connections a real `neardup serve` holds (app.py, serve: raise_fd_limit, connection_limit,
+"""Connections a real `neardup serve` holds (server.py, serve: raise_fd_limit, connection_limit,
 GRACEFUL_SHUTDOWN). uvicorn has no time limit on a request's headers or body: each partial
 request holds a descriptor until the client closes it. The server raises its soft limit on open
 files (within the hard one), answers 503 past a number of connections derived from it, and

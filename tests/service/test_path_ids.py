@@ -1,5 +1,5 @@
-"""A URL names exactly the id it spells: an id ending in or holding a newline (app.py, _IdPath and
-_anchor_routes). Starlette's routes end at "$", which also matches before a final newline, and
+"""A URL names exactly the id it spells: an id ending in or holding a newline (routing.py, _IdPath and
+anchor_routes). Starlette's routes end at "$", which also matches before a final newline, and
 ".+" stops at one: "GET /v1/documents/x%0A" was the document "x", "DELETE" of it removed "x",
 and "in\\nside" could be posted but never read or removed."""
 

@@ -3,7 +3,7 @@
 * GET /v1/health pings the writer (worker.py: its main loop answers between two groups;
   writer.py: the thread's lock): a writer process stopped with SIGSTOP answered "ok" while
   every POST waited for it forever. Now: 503 writer_not_answering, since when, what waits.
-* A write waits at most --write-timeout (app.py, _Deadline), then 503 writer_timeout, its
+* A write waits at most --write-timeout (writes.py, Deadline), then 503 writer_timeout, its
   outcome unknown; the writer's late answer is dropped without harm, nothing is half written.
 * Sending to a writer process that does not read never blocks the event loop (worker.py,
   _Outbox): with the writer stopped, 40 batch POSTs filled the socket's buffer and GET
@@ -28,7 +28,9 @@ from neardup.cli import main
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.service import worker
-from neardup.service.app import STALL_GRACE, create_app, serve
+from neardup.service.app import create_app, serve
+from neardup.service.config import ServiceConfig
+from neardup.service.views.health import STALL_GRACE
 from neardup.errors import WriterGoneError
 from neardup.service.worker import WriterProcess
 from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
@@ -310,6 +312,10 @@ def test_a_writer_busy_with_a_long_group_is_up(index_dir, kind):
 def test_serve_checks_its_limits_before_opening_anything(tmp_path, kw, flag):
     with pytest.raises(InvalidParameterError, match=flag):
         serve(str(tmp_path / "no-index"), port=free_port(), **kw)
+    # the config is checked where it is made, before serve sees it
+    with pytest.raises(InvalidParameterError, match=flag):
+        ServiceConfig(port=free_port(), **kw)
+    assert not (tmp_path / "no-index").exists()
 
 
 @pytest.mark.parametrize("args", [["--shutdown-timeout", "-1"], ["--shutdown-timeout", "nan"],

@@ -1,4 +1,4 @@
-"""What a write is answered when the writer cannot do it (app.py, _writer_error and _written;
+"""What a write is answered when the writer cannot do it (problems.py, writer_error; writes.py, written;
 worker.py, _settle): a writer process that cannot start again (the index locked by another
 process, damaged, gone), and a request cut off by the server's shutdown. Each is a JSON answer
 (503, or 500 for a damaged index), not the app's 500 internal_error with a traceback."""

@@ -12,7 +12,8 @@ batch visible. A crash before the commit leaves the index as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 import os
 import sqlite3
 import threading
@@ -613,6 +614,99 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         checkpoint thread calls this; the next commit deletes the rows it covered)."""
         return self._pending.sync()
 
+
+    # ------------------------------------------------------------------ public: the writer's API
+    # What a writer driving the index from outside its own methods uses (the service's group
+    # writer and checkpoint thread, service/writer.py), instead of the index's private
+    # attributes. The writer lock is this Index's in-process lock (re-entrant): every add,
+    # remove, compact and fold commits under it; the directory's writer lock (a file lock,
+    # taken once by the first write) keeps other processes' writers out.
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` has begun."""
+        return self._closed
+
+    def take_writer(self) -> None:
+        """Take the directory's writer lock now, once (:class:`IndexLockedError` at once if
+        another process holds it), and recover from an interrupted write (text logs cut back
+        to their committed length, files the manifest does not list deleted). Every write
+        takes it anyway; a long-running writer (the service) takes it when it starts."""
+        with self._wlock:
+            self._writer()
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Hold this Index's writer lock: no commit of this Index (an add, a remove, a fold)
+        until the block ends. Opens nothing, takes no file lock."""
+        with self._wlock:
+            yield
+
+    @contextmanager
+    def writing(self) -> Iterator[sqlite3.Connection]:
+        """Hold the writer lock (:meth:`write_lock`) and yield the writer connection, taking the
+        directory's writer lock first if this Index has not (:meth:`take_writer`). The
+        connection is the one every write of this Index uses: only inside the block, only for
+        what the index's own writes expect (pragmas, a transaction of the caller's that leaves
+        no rows the index does not know). :class:`IndexClosedError` once closed."""
+        with self._wlock:
+            yield self._writer()
+
+    def wal_autocheckpoint(self, pages: int) -> None:
+        """Set SQLite's automatic WAL checkpoint on the writer connection: a commit that leaves
+        more than `pages` pages in the WAL checkpoints it; 0: no commit checkpoints (the
+        caller does, on a connection of its own: the service's Checkpointer)."""
+        with self.writing() as conn:
+            conn.execute(f"PRAGMA wal_autocheckpoint = {int(pages)}")
+
+    def check_records(self, records: Any, fields: Fields | None, max_chars: int) -> tuple[list[Checked], list[tuple]]:
+        """Check `records` (paths, records, or a single text) as :meth:`add` does with these
+        `fields` (None: the index's) and `max_chars`, adding nothing: the checked documents
+        and their extras (the fields kept beside them), for :meth:`add_checked`.
+        :class:`RecordError` for the first refused record (its `line` counts from 1),
+        InvalidParameterError for a `max_chars` below 1."""
+        return self._checked(records, fields, max_chars)
+
+    # ------------------------------------------------------------------ the fold's interface
+    # index/fold.py folds level 0 into a segment beside the adds (a background fold): it
+    # reads and swaps what the index keeps in memory through these, and takes the writer lock
+    # and connection through write_lock(), writing() and take_writer() above. Not for use
+    # outside the index package.
+
+    def meta_value(self, conn: sqlite3.Connection, key: str) -> str:
+        """A value of the meta table (``generation``, ``next_doc``, ...) as `conn` sees it."""
+        return self._meta(conn, key)
+
+    def bump_generation(self, conn: sqlite3.Connection) -> int:
+        """In a write transaction on the writer connection: the manifest's generation plus one,
+        stored; returned."""
+        return self._bump(conn)
+
+    def cached_segment(self, name: str, size: int, crc: int) -> Postings:
+        """A listed segment's postings, from memory or read (and checked: `size`, `crc`);
+        :class:`FileGoneError` when a compact has deleted it."""
+        return self._segcache.get(name, size, crc)
+
+    def cache_segment(self, name: str, postings: Postings) -> None:
+        """Keep a segment just written in memory: the next lookup need not read it back."""
+        self._segcache.put(name, postings)
+
+    def forget_segments(self, names: list[str]) -> None:
+        """Drop segments the manifest no longer lists from memory."""
+        self._segcache.forget(names)
+
+    def swap_state(self, make: Callable[[State | None], State | None]) -> State | None:
+        """Replace the in-memory state (manifest, level 0, tombstones) by ``make(current)``
+        under the state's lock (None: reloaded from SQLite by the next read); the replaced one."""
+        with self._state_lock:
+            old = self._state
+            self._state = make(old)
+            return old
+
+    def make_last_commit_durable(self) -> None:
+        """Before deleting what the last commit made obsolete (replaced segments): that commit
+        on disk first (with ``sync="full"`` it is; "normal" and "group" fsync the WAL here)."""
+        self._committed_for_good()
 
     # ------------------------------------------------------------------ public: add, query
     def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS,

@@ -105,7 +105,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
     small trailing segments (:func:`tail_to_merge` with `factor`), written and fsynced.
     None when level 0 holds fewer than `min_docs` documents, or when a segment to merge was
     deleted meanwhile (a compact: the index moved on, as :func:`commit` would find). The caller
-    must hold the index's writer flock (taken by ``ix._writer()``): another process's writer
+    must hold the index's writer flock (taken by ``ix.take_writer()``): another process's writer
     would delete the file as unreferenced garbage. `paced`: the segment is written in synced
     pieces (``write_segment``), as a background fold does beside requests."""
     t0 = time.perf_counter()
@@ -116,7 +116,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
         try:
             listed = conn.execute("SELECT file, docs, bytes, crc FROM segments ORDER BY seg").fetchall()
             rows = conn.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall()
-            gen = int(ix._meta(conn, "generation"))
+            gen = int(ix.meta_value(conn, "generation"))
             k = (tail_to_merge([r[1] for r in listed], len(rows), factor, ix.tuning.merge_max)
                  if rows and len(rows) >= min_docs else 0)
             # only the tombstones a merge needs (it drops their documents' postings), and they
@@ -128,7 +128,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
             return None
         merged = listed[len(listed) - k :]
         try:  # usually already in memory: every lookup reads every segment
-            parts = [ix._segcache.get(f, size, crc) for f, _, size, crc in merged]
+            parts = [ix.cached_segment(f, size, crc) for f, _, size, crc in merged]
         except FileGoneError:
             return None  # replaced since the snapshot (by a compact): this fold would be abandoned
         upto = int(rows[-1][0])
@@ -154,7 +154,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
         try:
             conn.execute("BEGIN")
             try:
-                seen = int(ix._meta(conn, "next_doc")) - 1
+                seen = int(ix.meta_value(conn, "next_doc")) - 1
                 l0 = store.L0.load(conn, after=upto)
             finally:
                 conn.execute("COMMIT")
@@ -196,64 +196,67 @@ def commit(ix, pf: Prepared, gradual: bool = False) -> bool:
     the in-memory state. False (the file deleted, nothing changed) when the index has moved on
     in a way that makes the segment wrong, or is closing. `gradual`: the merged segments are
     deleted a piece at a time (a background fold beside requests; see `_retire`)."""
-    with ix._wlock:
-        if ix._closed:
+    with ix.write_lock():
+        if ix.closed:
             abandon(ix, pf)
             return False
-        conn = ix._writer()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if [r[0] for r in conn.execute("SELECT file FROM segments ORDER BY seg")] != pf.manifest:
-                conn.execute("ROLLBACK")
+        with ix.writing() as conn:  # (re-entrant: the writer connection, under the lock held)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if [r[0] for r in conn.execute("SELECT file FROM segments ORDER BY seg")] != pf.manifest:
+                    conn.execute("ROLLBACK")
+                    abandon(ix, pf)
+                    return False
+                # level 0 keeps the documents past upto: the few added while the segment was built.
+                # They are set aside and level 0 is cleared whole: a DELETE without WHERE frees the
+                # table's pages at once (SQLite's truncate optimisation), where "WHERE doc <= upto"
+                # rewrote every page row by row: 180 ms instead of 16 (statements and COMMIT) for
+                # 48,500 rows, all of it under the writer lock, so in every queued request's latency
+                keep = conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (pf.upto,)).fetchall()
+                conn.execute("DELETE FROM level0")
+                conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)", keep)
+                # the in-memory level 0 catches up with the adds committed since prepare read it
+                # (this is the writer: nothing else writes)
+                pf.l0.put_rows(r for r in keep if r[0] > pf.seen)
+                # the merged segments' rows go, the new one comes last: where they were, as the
+                # manifest is checked unchanged above and they were its tail
+                conn.executemany("DELETE FROM segments WHERE file = ?", [(f,) for f in pf.replaces])
+                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                             (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()))
+                # tombstones only the merged segments needed: without this they were kept until a
+                # compact, which a served index never gets (it needs the writer lock): an index
+                # evicting 200,000 articles a day kept 1.6 MB more of them in memory each day, and
+                # each remove copied them all (see the module's docstring)
+                dl = pf.dropped.tolist()
+                for i in range(0, len(dl), 30000):
+                    chunk = dl[i : i + 30000]
+                    conn.execute(f"DELETE FROM tombstones WHERE doc IN ({','.join('?' * len(chunk))})", chunk)
+                gen = ix.bump_generation(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 abandon(ix, pf)
-                return False
-            # level 0 keeps the documents past upto: the few added while the segment was built.
-            # They are set aside and level 0 is cleared whole: a DELETE without WHERE frees the
-            # table's pages at once (SQLite's truncate optimisation), where "WHERE doc <= upto"
-            # rewrote every page row by row: 180 ms instead of 16 (statements and COMMIT) for
-            # 48,500 rows, all of it under the writer lock, so in every queued request's latency
-            keep = conn.execute("SELECT doc, exact_key, bands FROM level0 WHERE doc > ?", (pf.upto,)).fetchall()
-            conn.execute("DELETE FROM level0")
-            conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)", keep)
-            # the in-memory level 0 catches up with the adds committed since prepare read it
-            # (this is the writer: nothing else writes)
-            pf.l0.put_rows(r for r in keep if r[0] > pf.seen)
-            # the merged segments' rows go, the new one comes last: where they were, as the
-            # manifest is checked unchanged above and they were its tail
-            conn.executemany("DELETE FROM segments WHERE file = ?", [(f,) for f in pf.replaces])
-            conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
-                         (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()))
-            # tombstones only the merged segments needed: without this they were kept until a
-            # compact, which a served index never gets (it needs the writer lock): an index
-            # evicting 200,000 articles a day kept 1.6 MB more of them in memory each day, and
-            # each remove copied them all (see the module's docstring)
-            dl = pf.dropped.tolist()
-            for i in range(0, len(dl), 30000):
-                chunk = dl[i : i + 30000]
-                conn.execute(f"DELETE FROM tombstones WHERE doc IN ({','.join('?' * len(chunk))})", chunk)
-            gen = ix._bump(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            abandon(ix, pf)
-            raise
-        ix._segcache.put(pf.name, pf.postings)  # the next lookup need not read it back
-        with ix._state_lock:
-            st = replaced = ix._state
+                raise
+        ix.cache_segment(pf.name, pf.postings)  # the next lookup need not read it back
+
+        def swapped(st):
+            """The state after this fold: `st` with the new segment in place of the merged ones
+            and level 0 past `upto`; None (reloaded from SQLite) when it is not the state this
+            commit followed."""
             if st is None or st.generation != gen - 1:
-                ix._state = None  # reloaded from SQLite by the next read
-            else:
-                if len(st.tombstones) and pf.l0.docs:
-                    # removed while level 0 was being read: their rows are gone, their postings
-                    # (kept in pf.l0's map) are dropped by the tombstones at lookup
-                    d = np.fromiter(pf.l0.docs, np.int64, len(pf.l0.docs))
-                    pf.l0.docs.difference_update(d[_sets.isin(d, st.tombstones)].tolist())
-                gone = set(pf.replaces)
-                kept = [x for x in st.segments if x[0] not in gone]
-                tomb = np.setdiff1d(st.tombstones, pf.dropped, assume_unique=True) if len(pf.dropped) else st.tombstones
-                ix._state = store.State(gen, st.bands, kept + [(pf.name, pf.size, pf.crc)], pf.l0, tomb)
-            del st
+                return None  # reloaded from SQLite by the next read
+            if len(st.tombstones) and pf.l0.docs:
+                # removed while level 0 was being read: their rows are gone, their postings
+                # (kept in pf.l0's map) are dropped by the tombstones at lookup
+                d = np.fromiter(pf.l0.docs, np.int64, len(pf.l0.docs))
+                pf.l0.docs.difference_update(d[_sets.isin(d, st.tombstones)].tolist())
+            gone = set(pf.replaces)
+            kept = [x for x in st.segments if x[0] not in gone]
+            tomb = np.setdiff1d(st.tombstones, pf.dropped, assume_unique=True) if len(pf.dropped) else st.tombstones
+            return store.State(gen, st.bands, kept + [(pf.name, pf.size, pf.crc)], pf.l0, tomb)
+
+        replaced = ix.swap_state(swapped)
     # deleting the merged files (up to ~200 MB) needs no lock: no other listing has them
     _retire(ix, pf.replaces, gradual=gradual)
     if replaced is not None:
@@ -280,8 +283,8 @@ def _retire(ix, names: list[str], gradual: bool = False) -> None:
     short: ``segment.read_segment`` reports that as gone (the path is empty), not as damage."""
     if not names:
         return
-    ix._committed_for_good()  # the commit that unlisted them, on disk before they go
-    ix._segcache.forget(names)
+    ix.make_last_commit_durable()  # the commit that unlisted them, on disk before they go
+    ix.forget_segments(names)
     if not gradual:
         for f in names:
             _unlink(os.path.join(ix.directory, f))
@@ -314,7 +317,7 @@ def _shrink_and_unlink(ix, path: str) -> None:
         return
     try:
         size = os.fstat(fd).st_size
-        while size > 0 and not ix._closed:
+        while size > 0 and not ix.closed:
             size = max(0, size - RETIRE_STEP)
             os.ftruncate(fd, size)
             os.fdatasync(fd)
@@ -360,8 +363,7 @@ def abandon(ix, pf: Prepared) -> None:
 
 def fold_once(ix, min_docs: int = 1) -> bool:
     """Prepare and commit one fold; True when a segment was added."""
-    with ix._wlock:
-        ix._writer()  # the writer flock (and recovery) before a file is written
+    ix.take_writer()  # the writer flock (and recovery) before a file is written
     pf = prepare(ix, min_docs)
     return pf is not None and commit(ix, pf)
 
@@ -382,7 +384,7 @@ class Folder:
         self.last_build_s: float | None = None
 
     def maybe_start(self, l0_docs: int) -> bool:
-        if l0_docs <= self.ix.tuning.fold_at or self.ix._closed:
+        if l0_docs <= self.ix.tuning.fold_at or self.ix.closed:
             return False
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
@@ -399,7 +401,7 @@ class Folder:
             if pf is None:
                 return
             self.last_build_s = pf.build_s
-            if ix._closed:
+            if ix.closed:
                 abandon(ix, pf)
                 return
             if commit(ix, pf, gradual=True):

@@ -5,7 +5,7 @@ Why: at 200 single-article POSTs a second most of the front process's CPU (~1.1 
 went to FastAPI and Starlette (routing, dependency solving, Request objects, telemetry checks),
 not to neardup. `FastPost` is a pure ASGI middleware in front of the app that parses and
 validates such a request itself, with the same pydantic models, and hands it to the same
-function the FastAPI route calls (app.py, `_add`): the answer is the same Response object, sent
+function the FastAPI route calls (views/documents.py, `add`): the answer is the same Response object, sent
 the same way. Anything it is not sure about (another path, method or query, another content
 type or a Content-Encoding, no Content-Length or one over the limit, a body that orjson or the models refuse, or one
 that json.loads could read otherwise: see `_parse`) goes to the app untouched, or with the body
@@ -41,7 +41,7 @@ _BIG = 2.0 ** 63
 class FastPost:
     """Pure ASGI middleware: a valid JSON POST to `path` is validated with `model` and answered by
     ``await handle(body, dry_run)`` (a Response); every other request goes to `app`.
-    `limit()` is the body limit in bytes, read per request (BodyLimit in app.py gives the 413)."""
+    `limit()` is the body limit in bytes, read per request (BodyLimit in bodylimit.py gives the 413)."""
 
     def __init__(self, app, *, path: str, model: Any, limit: Callable[[], int],
                  handle: Callable[[Any, bool], Awaitable[Any]]) -> None:

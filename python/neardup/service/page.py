@@ -14,7 +14,7 @@ so too, so that two ids that differ by one are told apart. A card's snippet (the
 flag, an accented letter or an emoji sequence is shown whole or not at all. Integer ids past 2^53
 are read as their digits (JSON.parse's source text), not rounded as JavaScript numbers would be."""
 
-# the code points of a card's snippet (service/app.py: the keeper's title and text cut to this many)
+# the code points of a card's snippet (service/views/clusters.py: the keeper's title and text cut to this many)
 SNIPPET_CUT = 240
 
 _PAGE = r"""<!doctype html>

@@ -21,7 +21,7 @@ writer process.
 
 If it stops answering without dying (``kill -STOP``, hung), sending never blocks the server's
 event loop (:class:`_Outbox`), ``ping`` tells GET /v1/health so, and the front's wait for an
-answer is bounded (app.py, ``--write-timeout``: :class:`WriterTimeoutError`).
+answer is bounded (writes.py, ``--write-timeout``: :class:`WriterTimeoutError`).
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 
 from neardup.errors import InternalError, NeardupError, WriterGoneError
+from neardup.service.config import DEFAULT_MAX_CHARS
 from neardup.service.hostcpu import process_state
 
 __all__ = ["WriterProcess"]
@@ -70,11 +71,13 @@ class WriterProcess:
     """The front's handle on the writer process: ``submit`` (add, group-committed with the
     requests waiting beside it), ``dry_run`` and ``remove`` return futures, as
     :class:`GroupWriter`'s do. `open_kw` are :meth:`Index.open`'s keyword arguments for the
-    writer (threads, sync, background_fold, l0_max, l0_fold_at, merge_max)."""
+    writer (threads, sync, background_fold, l0_max, l0_fold_at, merge_max); `max_chars`: the
+    longest text an article may have (``neardup serve --max-chars``)."""
 
-    def __init__(self, directory: str, open_kw: dict | None = None) -> None:
+    def __init__(self, directory: str, open_kw: dict | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.directory = directory
         self.open_kw = dict(open_kw or {})
+        self.max_chars = max_chars
         self._lock = threading.Lock()  # (re)start and send, one at a time
         self._ids = itertools.count()
         self._conn = None
@@ -237,7 +240,7 @@ class WriterProcess:
                                     pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
             front = Connection(mine.detach())
         try:
-            front.send((self.directory, self.open_kw))
+            front.send((self.directory, self.open_kw, self.max_chars))
             if not front.poll(START_TIMEOUT):
                 raise WriterGoneError(f"the writer process did not open {self.directory} in {START_TIMEOUT:.0f} s")
             kind, value = front.recv()
@@ -464,8 +467,8 @@ def serve_writes(conn: Connection) -> None:
     from neardup.service.writer import open_writer, quiet_gc
 
     try:
-        directory, open_kw = conn.recv()
-        idx, writer = open_writer(directory, open_kw)
+        directory, open_kw, max_chars = conn.recv()
+        idx, writer = open_writer(directory, open_kw, max_chars=max_chars)
     except BaseException as exc:  # noqa: BLE001 - sent to the front, which raises it
         conn.send(("failed", portable(exc)))
         return

@@ -26,6 +26,7 @@ from neardup.errors import DuplicateIdError, ScrubIncompleteError
 from neardup.index.errors import PartsShareAStory
 from neardup.errors import RecordError
 from neardup.io.records import Fields
+from neardup.service.config import DEFAULT_MAX_CHARS
 from neardup.service.timings import Timings
 
 __all__ = ["FIELDS", "GroupWriter", "open_writer", "quiet_gc"]
@@ -36,10 +37,12 @@ FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="s
 
 
 class GroupWriter:
-    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000) -> None:
+    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000, max_chars: int = DEFAULT_MAX_CHARS) -> None:
         self.index = index
         self.fields = fields
         self.max_docs = max_docs
+        #: the longest text an article may have (``neardup serve --max-chars``): longer, refused
+        self.max_chars = max_chars
         self.q: queue.Queue = queue.Queue()
         self.lock = threading.Lock()  # held while a group is written (DELETE takes it too)
         self._thread: threading.Thread | None = None
@@ -81,7 +84,7 @@ class GroupWriter:
 
     def dry_run(self, records: list[dict]) -> Future:
         """Check `records` against the index without adding them (beside the writer: reads)."""
-        return self._pool().submit(self.index.add, records, fields=self.fields, dry_run=True)
+        return self._pool().submit(self.index.add, records, fields=self.fields, max_chars=self.max_chars, dry_run=True)
 
     def remove(self, doc_id) -> Future:
         """Remove one document; durable (sync="group" included) before the future is done."""
@@ -183,7 +186,7 @@ class GroupWriter:
             self.lock_holder = threading.get_native_id()
             if self.checkpointer is None:
                 # the writer connection stops checkpointing on commit; this thread's does it
-                self.index._writer().execute("PRAGMA wal_autocheckpoint = 0")
+                self.index.wal_autocheckpoint(0)
                 # (the limit read now, not when Checkpointer was defined: tests lower it)
                 self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES, timings=self.timings)
             with self.timings.timed("group"):
@@ -196,7 +199,7 @@ class GroupWriter:
             if not fut.set_running_or_notify_cancel():
                 continue
             try:
-                docs, extras = ix._checked(recs, self.fields, 5_000_000)
+                docs, extras = ix.check_records(recs, self.fields, self.max_chars)
             except RecordError as exc:
                 fut.set_exception(exc)
                 continue
@@ -268,16 +271,17 @@ PING_WAIT = 10.0
 WARM_UP = [{"id": "neardup-serve-warm-up", "text": "load every segment before the first request"}]
 
 
-def open_writer(directory: str, open_kw: dict) -> tuple[Index, GroupWriter]:
+def open_writer(directory: str, open_kw: dict, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[Index, GroupWriter]:
     """The service's writer on `directory`: the index opened with `open_kw`, its writer lock
     taken (a clear error now if another process holds it), every segment loaded by a warm-up
-    query (not by the first request), and the group writer over it. ``neardup serve`` calls
-    it in a writer process of its own (worker.py) or in its own process (``--writer thread``)."""
+    query (not by the first request), and the group writer over it (refusing texts over
+    `max_chars`). ``neardup serve`` calls it in a writer process of its own (worker.py) or in
+    its own process (``--writer thread``)."""
     idx = Index.open(directory, **open_kw)
     try:
-        idx._writer()
+        idx.take_writer()
         idx.query(WARM_UP)
-        return idx, GroupWriter(idx, FIELDS)
+        return idx, GroupWriter(idx, FIELDS, max_chars=max_chars)
     except BaseException:
         idx.close()
         raise
@@ -413,7 +417,7 @@ class Checkpointer:
             # which stays at its high-water mark once the WAL restarts
             _, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             if self.wal_max is not None and frames * page > self.wal_max:
-                with self.index._wlock:  # no commit meanwhile: this round copies the rest
+                with self.index.write_lock():  # no commit meanwhile: this round copies the rest
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 self.catch_ups += 1
         except Exception:  # pragma: no cover - busy or closing: the next round tries again
