@@ -8,13 +8,9 @@ from dataclasses import dataclass, fields
 
 from neardup.errors import InvalidParameterError
 
-try:  # the one default of the whole package, once neardup.settings holds it
-    from neardup.settings import DEFAULT_MAX_CHARS
-except ImportError:  # pragma: no cover - until then, defined here (and only here, for the service)
-    #: the longest text (characters) an article may have; ``neardup serve --max-chars``
-    DEFAULT_MAX_CHARS = 5_000_000
+from neardup.settings import DEFAULT_MAX_CHARS
 
-__all__ = ["DEFAULT_MAX_CHARS", "FD_WANTED", "GRACEFUL_SHUTDOWN", "PING_TIMEOUT", "ServiceConfig", "WRITE_TIMEOUT",
+__all__ = ["FD_WANTED", "GRACEFUL_SHUTDOWN", "PING_TIMEOUT", "ServiceConfig", "WRITE_TIMEOUT",
            "health_timeout", "positive", "seconds", "write_timeout"]
 
 #: seconds a write (POST, DELETE) waits for the writer's answer before it is answered 503
