@@ -28,7 +28,8 @@ from neardup.cli import main
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
 from neardup.service import worker
-from neardup.service.app import create_app, serve
+from neardup.service.app import create_app
+from neardup.service.server import serve
 from neardup.service.config import ServiceConfig
 from neardup.service.views.health import STALL_GRACE
 from neardup.errors import WriterGoneError
