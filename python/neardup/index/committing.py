@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from neardup.index.attrs import IndexAttrs
 from neardup.index import store
 from neardup.index import fold
 from neardup.index.segment import Postings, write_segment
@@ -25,7 +26,7 @@ from neardup.index.jobs import Job
 __all__ = ["Committing"]
 
 
-class Committing:
+class Committing(IndexAttrs):
     def _commit(self, conn, plan: Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
         n = len(plan.docs)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from neardup import _core
+from neardup.index.attrs import IndexAttrs
 from neardup.index import store
 from neardup.errors import IndexCorruptError
 from neardup.index.segment import Postings
@@ -89,7 +90,7 @@ def parts_share_a_story(plan: Plan, parts: list[int]) -> bool:
     return False
 
 
-class Planning:
+class Planning(IndexAttrs):
     def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
               ids_checked: bool = False) -> Plan:
         """Everything an add decides, before anything is written. `signed`: the batch's exact

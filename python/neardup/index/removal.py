@@ -20,6 +20,7 @@ import numpy as np
 from neardup.errors import InvalidParameterError
 from neardup.io.records import parse_time
 from neardup.errors import DocumentNotFoundError, ScrubIncompleteError
+from neardup.index.attrs import IndexAttrs
 from neardup.index.segment import Postings, write_segment
 from neardup.index.holes import zero_range
 from neardup.index import counters
@@ -81,7 +82,7 @@ def older_than_seconds(v: Any) -> float | None:
                                 f"'30d', got {type(v).__name__}")
 
 
-class Removal:
+class Removal(IndexAttrs):
     def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True,
                limit: int | None = None) -> int:
         """Remove documents by id, and/or every document published (or, without a time, added)
