@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import ModuleType
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from neardup.io.writers import (
     write_jsonl,
 )
 
+_orjson: ModuleType | None
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover
