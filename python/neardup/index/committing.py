@@ -70,6 +70,7 @@ class Committing(IndexAttrs):
             # column by column, constants and NULLs as literals (bulk.py: binding parameters is
             # most of the cost of 200,000 rows)
             docs_ = plan.docs
+            sigs: list[bytes | None] | Const
             if self._stores_sigs:
                 sigs = [(self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
                         for r in plan.sig_row.tolist()]
@@ -167,6 +168,7 @@ class Committing(IndexAttrs):
                 conn.execute("ROLLBACK")
             if seg_job is not None:
                 seg_job.wait()  # never leave a thread writing a file nobody will list
+                assert seg_name is not None  # (named with its job)
                 try:
                     os.unlink(os.path.join(self.directory, seg_name))
                 except OSError:

@@ -52,7 +52,7 @@ class Plan:
     (committing.py) writes it."""
 
     docs: list[Checked]
-    extras: list[str | None]
+    extras: list[tuple[str | None, int | None]]  # per doc: (its other fields as JSON, its title's length)
     doc_nums: np.ndarray
     exact_keys: np.ndarray
     has_tok: np.ndarray
@@ -218,7 +218,7 @@ class Planning(IndexAttrs):
         dn = doc_nums.tolist()
         if all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
             singles = (cluster_of, doc_nums)
-            batch_by_cluster = {}
+            batch_by_cluster: dict[int, list[int]] = {}
         else:
             singles, batch_by_cluster = (group_few if small else group)(cluster_of, doc_nums, first_new)
         multi_cl = sorted(batch_by_cluster)
@@ -245,11 +245,17 @@ class Planning(IndexAttrs):
             multi.append((c, olds, news))
             k = len(multi) - 1
             for m in olds:
-                ent_lab.append(k), ent_id.append(m["id"]), ent_t.append(nan_if_none(m["published_at"]))
-                ent_src.append(m["source"]), ent_doc.append(m["doc"])
+                ent_lab.append(k)
+                ent_id.append(m["id"])
+                ent_t.append(nan_if_none(m["published_at"]))
+                ent_src.append(m["source"])
+                ent_doc.append(m["doc"])
             for i in news:
-                ent_lab.append(k), ent_id.append(docs[i].key), ent_t.append(docs[i].time)
-                ent_src.append(docs[i].source), ent_doc.append(dn[i])
+                ent_lab.append(k)
+                ent_id.append(docs[i].key)
+                ent_t.append(docs[i].time)
+                ent_src.append(docs[i].source)
+                ent_doc.append(dn[i])
         if multi:
             e_ = len(ent_lab)
             id_rank = np.empty(e_, np.int64)
