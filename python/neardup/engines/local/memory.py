@@ -217,7 +217,7 @@ class FirstPassGuard:
     and a batch of re-read records), for the input `scale` times what has been read."""
 
     def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
-                 total_bytes: int | None, later: Callable[[float], int] = lambda s: 0,
+                 total_bytes: int | None, later: Callable[[float], float] = lambda s: 0,
                  count: Callable[[], int] | None = None, work: Callable[[int], int] = lambda n: 0,
                  tables_at: Callable[[float], tuple[int, int]] | None = None, lead_bytes: int = 0) -> None:
         """`count()`: documents in the tables now (the reader adds them ahead of the batches
