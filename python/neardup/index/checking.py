@@ -7,8 +7,8 @@ from __future__ import annotations
 import sqlite3
 
 from neardup.errors import IndexCorruptError, TextRemovedError
-from neardup.index.attrs import IndexAttrs
 from neardup.index import counters
+from neardup.index.attrs import IndexAttrs
 from neardup.index.store import immediate
 
 __all__ = ["Checking", "check_numbering", "check_text_ends"]
