@@ -74,11 +74,11 @@ class IndexAttrs:
         @staticmethod
         def _raise_duplicate_ids(twice: list[str], present: list[str]) -> None: ...
 
-        def _texts_of(self, conn: Any, doc_list: list[int], meta: dict[int, dict[Any, Any]] | None = None
-                      ) -> dict[int, str]: ...
+        def _texts_of(
+            self, conn: Any, doc_list: list[int], meta: dict[int, dict[Any, Any]] | None = None
+        ) -> dict[int, str]: ...
 
-        def _read_text(self, conn: Any, doc: int, name: str, offset: int, length: int, crc: int, what: str
-                       ) -> str: ...
+        def _read_text(self, conn: Any, doc: int, name: str, offset: int, length: int, crc: int, what: str) -> str: ...
 
         def _committed_for_good(self) -> None: ...
 
@@ -93,11 +93,13 @@ class IndexAttrs:
 
         def _bump(self, conn: Any, **vals: Any) -> int: ...  # committing.py
 
-        def _cluster_members(self, conn: Any, clusters: list[int], keepers: dict[int, int | None] | None = None
-                             ) -> dict[int, list[dict[Any, Any]]]: ...  # planning.py
+        def _cluster_members(
+            self, conn: Any, clusters: list[int], keepers: dict[int, int | None] | None = None
+        ) -> dict[int, list[dict[Any, Any]]]: ...  # planning.py
 
-        def _sigs_of(self, conn: Any, doc_list: list[int], meta: dict[int, dict[Any, Any]] | None = None
-                     ) -> dict[int, np.ndarray]: ...  # planning.py
+        def _sigs_of(
+            self, conn: Any, doc_list: list[int], meta: dict[int, dict[Any, Any]] | None = None
+        ) -> dict[int, np.ndarray]: ...  # planning.py
 
         @property
         def _sig_dtype(self) -> np.dtype[Any]: ...  # planning.py
