@@ -107,6 +107,7 @@ if TYPE_CHECKING:  # what static checkers and IDEs see: the same names, eagerly
 
 
 def __getattr__(name: str) -> Any:
+    value: Any
     if name == "__version__":  # written once, in Cargo.toml's [workspace.package] (pyproject reads it)
         from importlib.metadata import version
 

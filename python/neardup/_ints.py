@@ -36,9 +36,8 @@ def u64_array(name: str, x: Any, ndim: int | None = 1) -> np.ndarray:
     else:
         if x is None or isinstance(x, (str, bytes, bool, np.bool_)):
             raise InvalidParameterError(f"{name} must be integers in [0, 2**64), got {type(x).__name__}")
-        arr = _python_ints(x)
-        if arr is None:
-            arr = np.asarray(x)
+        ints = _python_ints(x)
+        arr = np.asarray(x) if ints is None else ints
         if arr.dtype.kind == "O":  # Python ints of any size: check each
             try:
                 vals = [int(v) for v in arr.ravel().tolist()]

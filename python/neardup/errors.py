@@ -8,6 +8,8 @@ expects ``ValueError`` or ``TypeError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "NeardupError",
     "InvalidParameterError",
@@ -59,7 +61,7 @@ class InvalidInputError(NeardupError, ValueError):
         super().__init__(message)
         self.index = index
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self), self.index))
 
 
@@ -73,7 +75,7 @@ class InputTypeError(NeardupError, TypeError):
         super().__init__(message)
         self.index = index
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self), self.index))
 
 
@@ -101,17 +103,17 @@ class RecordError(NeardupError, ValueError):
         what = f"field {field!r}: {reason}" if field else reason
         super().__init__(f"{where}: {what}")
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (self.path, self.line, self.reason, self.field))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """For report.json: a lone surrogate (a field's name that holds one, a file name that
         is not UTF-8) written as its escape, \\udc80, as JSON cannot hold it."""
         return {"file": _writable(self.path), "line": self.line, "field": _writable(self.field),
                 "reason": _writable(self.reason)}
 
 
-def _writable(s):
+def _writable(s: str | None) -> str | None:
     """`s` with any lone surrogate as its backslash escape (other values as they are)."""
     if type(s) is not str or s.isascii():
         return s
@@ -177,7 +179,7 @@ class FileGoneError(IndexCorruptError):
         super().__init__(message)
         self.file = file
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self), self.file))
 
 
@@ -191,7 +193,7 @@ class ScrubIncompleteError(IndexError_, OSError):
     """A remove committed, but overwriting the removed texts in the log failed (a full disk):
     the next writer to open the index overwrites them (the rows of ``scrubs`` say where)."""
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self),))
 
 
@@ -207,7 +209,7 @@ class DuplicateIdError(IndexError_, ValueError):
         super().__init__(message)
         self.ids = ids
 
-    def __reduce__(self):  # pickled whole (the service's writer process sends errors back)
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled whole (the service's writer process sends errors back)
         return (type(self), (str(self), self.ids))
 
 

@@ -80,7 +80,7 @@ class MinHash:
             seed = count("seed", seed, 0, 2**32 - 1)
             a, b = datasketch_affine32_params(num_perm, seed)
             self._inner = _core.MinHasher.affine32(a, b)
-        self._seed = seed
+        self._seed: int | None = seed
 
     @classmethod
     def from_params(cls, a: Any, b: Any, shingler: Shingler | None = None) -> MinHash:

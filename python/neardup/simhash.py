@@ -10,7 +10,7 @@ copies matter; see the block-permuted tables in the pipeline for search.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -101,6 +101,14 @@ class SimHash:
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
+@overload
+def hamming(x: int | np.integer, y: int | np.integer) -> int: ...
+@overload
+def hamming(x: np.ndarray, y: Any) -> np.ndarray: ...
+@overload
+def hamming(x: Any, y: np.ndarray) -> np.ndarray: ...
+@overload
+def hamming(x: Any, y: Any) -> int | np.ndarray: ...
 def hamming(x: Any, y: Any) -> int | np.ndarray:
     """Number of differing bits. Ints give an int; uint64 arrays broadcast to an array."""
     scalar = (int, np.integer)

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -332,7 +333,7 @@ def _json_str(s: str) -> str:
 
 
 def _jsonl_bytes(chunk: dict[str, list]) -> bytes:
-    lines = []
+    lines: list[str] = []
     app = lines.append
     for rid, text, pub, src, orig, kind, ed in zip(*(chunk[f] for f in FIELDS)):
         app(
@@ -454,6 +455,7 @@ def write_corpus(
             _write_parquet(tmp, originals, copies, words, seed, level, tally)
         else:
             with open(tmp, "wb") as raw:
+                inner: Any  # a GzipFile, a zstandard stream writer or a BufferedWriter: each has write, flush, close
                 if fmt == "jsonl.gz":
                     inner = gzip.GzipFile(
                         filename="", mode="wb", fileobj=raw, compresslevel=1 if level is None else level, mtime=0

@@ -215,9 +215,9 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
                                  "run (keeper, members, cluster)") from None
         idx = [index.get(str(m)) for m in members]
         unknown += sum(i is None for i in idx)
-        idx = [i for i in idx if i is not None]
-        if idx:
-            pred[idx] = n + cluster
+        known = [i for i in idx if i is not None]
+        if known:
+            pred[known] = n + cluster
     if unknown or report.get("documents") not in (None, n):
         # scores against another corpus than the run's are meaningless (they read 1.0: its
         # clusters' ids were simply not found)

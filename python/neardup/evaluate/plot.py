@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def histogram(jaccard: np.ndarray, found: np.ndarray, threshold: float, path: st
         plt.close(fig)
 
 
-def curve_png(b: int, r: int, threshold: float, path: str, others: list[tuple[str, int, int]] = ()) -> None:
+def curve_png(b: int, r: int, threshold: float, path: str, others: Sequence[tuple[str, int, int]] = ()) -> None:
     """The S-curve 1 - (1 - s^r)^b with the threshold marked."""
     plt = _pyplot()
     s = np.linspace(0, 1, 401)

@@ -87,6 +87,7 @@ class PendingTexts:
 
     def put(self, texts: list[str]) -> None:
         """Queue the next documents' texts (streaming mode)."""
+        assert self._q is not None  # (streaming mode: made with texts=None)
         self._q.put(texts)
 
     def end(self) -> None:
@@ -99,6 +100,7 @@ class PendingTexts:
         if self._kept is None:
             return
         self._chars += sum(map(len, texts))
+        assert self._defer is not None  # (texts are kept only with a defer)
         if len(self._kept) + len(texts) > self._defer[0] or self._chars > self._defer[1]:
             self._kept = None  # too large: the log is fsynced as usual
         else:
@@ -140,8 +142,10 @@ class PendingTexts:
         self._finish()
 
     def _drain(self) -> None:
+        q = self._q
+        assert q is not None  # (the streaming mode's thread)
         while True:
-            item = self._q.get()
+            item = q.get()
             if item is _END:
                 break
             try:
@@ -162,4 +166,5 @@ class PendingTexts:
         self.wait()
         if self._error is not None:
             raise self._error
+        assert self._result is not None  # (set by _finish unless it failed)
         return self._result

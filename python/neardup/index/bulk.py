@@ -43,10 +43,10 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
     :class:`Const`. Same rows, same values as one executemany of every value bound."""
     if n == 0:
         return
-    varying = [j for j, c in enumerate(columns) if not isinstance(c, Const)]
-    for j in varying:
-        if len(columns[j]) != n:
-            raise ValueError(f"column {j} has {len(columns[j])} values, expected {n}")
+    varying: dict[int, Sequence[Any]] = {j: c for j, c in enumerate(columns) if not isinstance(c, Const)}
+    for j, col in varying.items():
+        if len(col) != n:
+            raise ValueError(f"column {j} has {len(col)} values, expected {n}")
     if n <= SMALL:
         # a few rows (the service's adds): every value bound, so that the statement's text is
         # the same at every add and SQLite's statement cache serves it (a literal such as the
@@ -57,10 +57,10 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
     # which varying columns hold a NULL somewhere: each row's pattern of NULLs is its group
     # (map(is_, ...) and itemgetter below: C loops, where a generator or a comprehension took
     # 0.35 s of a day's 200,000 rows)
-    nullable = [j for j in varying if None in columns[j]]
+    nullable = [j for j, col in varying.items() if None in col]
     code = np.zeros(n, np.int64)
     for bit, j in enumerate(nullable):
-        code |= np.fromiter(map(is_, columns[j], repeat(None, n)), bool, n).astype(np.int64) << bit
+        code |= np.fromiter(map(is_, varying[j], repeat(None, n)), np.bool_, n).astype(np.int64) << bit
     groups = _sets.unique(code)
     for g in groups.tolist():
         nulls = {j for bit, j in enumerate(nullable) if g >> bit & 1}
@@ -75,11 +75,11 @@ def insert_columns(conn: sqlite3.Connection, table: str, columns: Sequence[Seque
                 bound.append(j)
         sql = f"INSERT INTO {table} VALUES ({', '.join(parts)})"
         if len(groups) == 1:
-            cols = [columns[j] for j in bound]
+            cols = [varying[j] for j in bound]
         else:
             idx = np.flatnonzero(code == g).tolist()
             pick = itemgetter(*idx) if len(idx) > 1 else (lambda c, i=idx[0]: (c[i],))
-            cols = [pick(columns[j]) for j in bound]
+            cols = [pick(varying[j]) for j in bound]
         if bound:
             conn.executemany(sql, zip(*cols))
         else:

@@ -8,6 +8,7 @@ import sqlite3
 
 from neardup.errors import IndexCorruptError, TextRemovedError
 from neardup.index import counters
+from neardup.index.attrs import IndexAttrs
 from neardup.index.store import immediate
 
 __all__ = ["Checking", "check_numbering", "check_text_ends"]
@@ -50,7 +51,7 @@ def check_text_ends(conn, directory: str, file: int | None = None) -> None:
                                     f"is {committed:,} (text_files): the database is damaged; the log is left as it is")
 
 
-class Checking:
+class Checking(IndexAttrs):
     def backup(self, dest) -> dict:
         """Copy this index to `dest` (a new directory), consistent and checked, without a lock
         (index/copying.py): ``neardup index backup``."""

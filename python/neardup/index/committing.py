@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from neardup.index.attrs import IndexAttrs
 from neardup.index import store
 from neardup.index import fold
 from neardup.index.segment import Postings, write_segment
@@ -25,7 +26,7 @@ from neardup.index.jobs import Job
 __all__ = ["Committing"]
 
 
-class Committing:
+class Committing(IndexAttrs):
     def _commit(self, conn, plan: Plan, t0: float, note: str | None, pending: PendingTexts | None = None) -> None:
         cfg = self.config
         n = len(plan.docs)
@@ -69,6 +70,7 @@ class Committing:
             # column by column, constants and NULLs as literals (bulk.py: binding parameters is
             # most of the cost of 200,000 rows)
             docs_ = plan.docs
+            sigs: list[bytes | None] | Const
             if self._stores_sigs:
                 sigs = [(self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
                         for r in plan.sig_row.tolist()]
@@ -166,6 +168,7 @@ class Committing:
                 conn.execute("ROLLBACK")
             if seg_job is not None:
                 seg_job.wait()  # never leave a thread writing a file nobody will list
+                assert seg_name is not None  # (named with its job)
                 try:
                     os.unlink(os.path.join(self.directory, seg_name))
                 except OSError:

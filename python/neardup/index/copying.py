@@ -144,7 +144,7 @@ def _attempt(directory: str, db: str, stage: str, check: CheckCopy) -> dict:
                 conn.execute("DELETE FROM scrubs")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except (IndexCorruptError, FileNotFoundError) as exc:
-            exc._backup_generation = gen
+            exc._backup_generation = gen  # type: ignore[union-attr]  # a note for the retry above (read by getattr)
             raise
     finally:
         conn.close()
@@ -152,7 +152,7 @@ def _attempt(directory: str, db: str, stage: str, check: CheckCopy) -> dict:
     try:
         checked, docs = check(stage)
     except IndexCorruptError as exc:
-        exc._backup_generation = gen
+        exc._backup_generation = gen  # type: ignore[attr-defined]  # a note for the retry above (read by getattr)
         raise
     for name in os.listdir(stage):
         with open(os.path.join(stage, name), "rb") as f:

@@ -24,6 +24,7 @@ document is a member of exactly one story.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 
 __all__ = ["NAMES", "ZERO", "recount", "read", "store", "moved"]
 
@@ -63,7 +64,7 @@ def store(conn: sqlite3.Connection, counts: dict[str, int]) -> None:
     conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(counts[k])) for k in NAMES])
 
 
-def moved(current: dict[str, str | int], **delta: int) -> dict[str, str]:
+def moved(current: Mapping[str, str | int], **delta: int) -> dict[str, str]:
     """The counts after a commit that changes them by `delta` (keys of NAMES; a missing one
     is unchanged), from the `current` ones: strings, as ``meta`` holds them (for ``_bump``)."""
     return {k: str(int(current[k]) + int(delta.get(k, 0))) for k in NAMES}

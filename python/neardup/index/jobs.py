@@ -3,6 +3,7 @@ segments loaded while a batch is read)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 __all__ = ["Job"]
 
@@ -11,7 +12,9 @@ class Job:
     """A function run in a thread of its own; ``result()`` waits and returns or raises."""
 
     def __init__(self, fn) -> None:
-        self._fn, self._out, self._exc = fn, None, None
+        self._fn = fn
+        self._out: Any = None
+        self._exc: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="neardup-index-job", daemon=True)
         self._thread.start()
 

@@ -31,7 +31,7 @@ PENDING = ("CREATE TABLE pending_texts (doc INTEGER PRIMARY KEY, file INTEGER NO
            "offset INTEGER NOT NULL, body BLOB NOT NULL)")
 
 
-def _upgrade(directory: str, conn: sqlite3.Connection, old: int, change: Callable[[sqlite3.Connection], None]) -> None:
+def _upgrade(directory: str, conn: sqlite3.Connection, old: int, change: Callable[[sqlite3.Connection], object]) -> None:
     """Format `old` to `old` + 1 by `change`, in one transaction under the writer lock."""
     lock = WriterLock(directory)
     lock.acquire()

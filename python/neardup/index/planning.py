@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from neardup import _core
+from neardup.index.attrs import IndexAttrs
 from neardup.index import store
 from neardup.errors import IndexCorruptError
 from neardup.index.segment import Postings
@@ -51,7 +52,7 @@ class Plan:
     (committing.py) writes it."""
 
     docs: list[Checked]
-    extras: list[str | None]
+    extras: list[tuple[str | None, int | None]]  # per doc: (its other fields as JSON, its title's length)
     doc_nums: np.ndarray
     exact_keys: np.ndarray
     has_tok: np.ndarray
@@ -89,7 +90,7 @@ def parts_share_a_story(plan: Plan, parts: list[int]) -> bool:
     return False
 
 
-class Planning:
+class Planning(IndexAttrs):
     def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
               ids_checked: bool = False) -> Plan:
         """Everything an add decides, before anything is written. `signed`: the batch's exact
@@ -217,7 +218,7 @@ class Planning:
         dn = doc_nums.tolist()
         if all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
             singles = (cluster_of, doc_nums)
-            batch_by_cluster = {}
+            batch_by_cluster: dict[int, list[int]] = {}
         else:
             singles, batch_by_cluster = (group_few if small else group)(cluster_of, doc_nums, first_new)
         multi_cl = sorted(batch_by_cluster)
@@ -244,11 +245,17 @@ class Planning:
             multi.append((c, olds, news))
             k = len(multi) - 1
             for m in olds:
-                ent_lab.append(k), ent_id.append(m["id"]), ent_t.append(nan_if_none(m["published_at"]))
-                ent_src.append(m["source"]), ent_doc.append(m["doc"])
+                ent_lab.append(k)
+                ent_id.append(m["id"])
+                ent_t.append(nan_if_none(m["published_at"]))
+                ent_src.append(m["source"])
+                ent_doc.append(m["doc"])
             for i in news:
-                ent_lab.append(k), ent_id.append(docs[i].key), ent_t.append(docs[i].time)
-                ent_src.append(docs[i].source), ent_doc.append(dn[i])
+                ent_lab.append(k)
+                ent_id.append(docs[i].key)
+                ent_t.append(docs[i].time)
+                ent_src.append(docs[i].source)
+                ent_doc.append(dn[i])
         if multi:
             e_ = len(ent_lab)
             id_rank = np.empty(e_, np.int64)

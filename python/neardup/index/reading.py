@@ -14,6 +14,7 @@ import numpy as np
 from neardup.errors import DocumentNotFoundError
 from neardup._ints import count
 from neardup.errors import InvalidParameterError
+from neardup.index.attrs import IndexAttrs
 from neardup.index import counters, store
 from neardup.stages.keepers import pick_keepers, source_ranks
 from neardup.index.plan_steps import nan_if_none
@@ -21,7 +22,7 @@ from neardup.index.plan_steps import nan_if_none
 __all__ = ["Reading"]
 
 
-class Reading:
+class Reading(IndexAttrs):
     def disk_bytes(self) -> int:
         """The bytes of the index's own files in its directory: ``index.sqlite`` and its
         ``-wal`` / ``-shm``, the writer lock, the segment files (``seg-*.ndx``, and those being

@@ -20,6 +20,7 @@ import numpy as np
 from neardup.errors import InvalidParameterError
 from neardup.io.records import parse_time
 from neardup.errors import DocumentNotFoundError, ScrubIncompleteError
+from neardup.index.attrs import IndexAttrs
 from neardup.index.segment import Postings, write_segment
 from neardup.index.holes import zero_range
 from neardup.index import counters
@@ -81,7 +82,7 @@ def older_than_seconds(v: Any) -> float | None:
                                 f"'30d', got {type(v).__name__}")
 
 
-class Removal:
+class Removal(IndexAttrs):
     def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True,
                limit: int | None = None) -> int:
         """Remove documents by id, and/or every document published (or, without a time, added)
@@ -162,7 +163,7 @@ class Removal:
         next_cluster = int(self._meta(conn, "next_cluster"))
         cluster_updates = []  # (keeper, size, updated, cluster)
         new_clusters = []
-        doc_updates = []  # (similarity, match, cluster, doc)
+        doc_updates: list[tuple[float, str | None, int, int]] = []  # (similarity, match, cluster, doc)
         inherited = []  # (a, b, similarity): pairs of a removed document, passed to its exact copy
         for c in affected:
             rest = sorted((m for m in members.get(c, []) if m["doc"] not in gone), key=lambda m: m["doc"])
@@ -191,12 +192,12 @@ class Removal:
                     if m["doc"] in gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
             if heir:
                 for a, b, sim in _pairs_touching(conn, list(heir)):
-                    i = heir.get(a, pos.get(a))
-                    j = heir.get(b, pos.get(b))
-                    if i is None or j is None or i == j:
+                    ia = heir.get(a, pos.get(a))
+                    ib = heir.get(b, pos.get(b))
+                    if ia is None or ib is None or ia == ib:
                         continue
-                    edges.append((i, j))
-                    da, db = rest[i]["doc"], rest[j]["doc"]
+                    edges.append((ia, ib))
+                    da, db = rest[ia]["doc"], rest[ib]["doc"]
                     inherited.append((min(da, db), max(da, db), sim))
             by_key: dict[int, int] = {}
             for i, m in enumerate(rest):
@@ -347,7 +348,7 @@ class Removal:
         old = {m["doc"]: m for ms in members.values() for m in ms}
         successor = self._successors(conn, lost, old, set(part_of))
         emptied = {c for c in affected if not any(m["doc"] in part_of for m in members.get(c, ()))}
-        moves = []
+        moves: list[tuple[int | None, int | None, float, int]] = []
         for x, rep, t in followers:
             if t in emptied:
                 moves.append((None, None, now, x))
@@ -568,7 +569,7 @@ class Removal:
                 name = f"seg-{int(self._meta(conn, 'generation')) + 1:08d}-{os.urandom(4).hex()}.ndx"
                 size, crc = write_segment(os.path.join(self.directory, name), p)
             # text log: copy live texts to a new file
-            new_text = None
+            new_text: tuple[Any, ...] | None = None  # (file, name), then (file, name, length)
             moves = []
             if self.config.store_text:
                 names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())

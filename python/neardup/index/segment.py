@@ -25,6 +25,7 @@ import os
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -115,7 +116,7 @@ def write_segment(path: str, p: Postings, paced: bool = False) -> tuple[int, int
     for j, (k, d) in enumerate(p.bands):
         arrays += [(f"b{j}_keys", k), (f"b{j}_docs", d)]
     # Offsets depend on the header length, which depends on the offsets: lay out twice.
-    meta = []
+    meta: list[dict[str, Any]] = []
     hlen = 0
     for _ in range(3):
         off = _align(16 + hlen)

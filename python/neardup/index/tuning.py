@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from neardup.errors import InvalidParameterError
 
@@ -58,4 +59,5 @@ class Tuning:
         if not s:
             return Tuning()
         d = json.loads(s)
-        return Tuning(**{k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__})
+        kw: dict[str, Any] = {k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__}
+        return Tuning(**kw)

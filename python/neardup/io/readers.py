@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import IO, Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from neardup.io.records import (
     non_finite_reason,
 )
 
+_orjson: ModuleType | None
 try:  # orjson parses JSON lines several times faster; the standard library is the fallback.
     import orjson as _orjson
 except ImportError:  # pragma: no cover - exercised only where orjson is missing

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.errors import RecordError
@@ -71,7 +71,7 @@ class Checked(NamedTuple):
 _MISSING = object()
 
 
-def _text_of_bytes(data: bytes, what: str, field: str | None, path: str, recno: int) -> str:
+def _text_of_bytes(data: bytes | bytearray, what: str, field: str | None, path: str, recno: int) -> str:
     """A field given as bytes (a Parquet or Arrow binary column; text written by tools that
     do not mark their strings as UTF-8) is its UTF-8 text; bytes that are not UTF-8 are the
     record's error, naming the first bad byte."""
@@ -84,7 +84,7 @@ def _text_of_bytes(data: bytes, what: str, field: str | None, path: str, recno: 
 def check_record(rec: dict, fields: Fields, limits: Limits, path: str, recno: int) -> Checked:
     """Validate one parsed record; raise :class:`RecordError` naming file, line and field."""
     get = rec.get
-    rid = get(fields.id)
+    rid: Any = get(fields.id)  # (str or int once checked; tid says which)
     if isinstance(rid, (bytes, bytearray)):  # a Parquet binary column: its UTF-8 text
         rid = _text_of_bytes(rid, "id", fields.id, path, recno)
     tid = type(rid)

@@ -67,6 +67,7 @@ def _parse_time(value) -> float:
         return _parse_time(float(value))
     if type(value).__name__ == "datetime64":  # NumPy's: its instant as ISO text (naive: UTC)
         return _parse_time(str(value.astype("datetime64[us]")))
+    dt: datetime | None
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, date):  # a date (a Parquet date32/date64 column): midnight UTC of that day

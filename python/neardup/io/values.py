@@ -5,6 +5,7 @@ are not UTF-8; and a value shown short in an error message. Used by the record c
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 __all__ = ["JSON_NAN", "SAFE_INT_BITS", "JSON_INF", "JSON_NINF", "decode_utf8", "int_digits", "int_too_long", "int_too_long_reason",
            "is_valid_unicode", "json_literal", "non_finite_reason", "short", "unwritable"]
@@ -77,7 +78,7 @@ def int_too_long_reason(digits: int) -> str:
             "digits Python reads or writes (give it as a string)")
 
 
-def decode_utf8(data: bytes) -> str:
+def decode_utf8(data: bytes | bytearray) -> str:
     """`data` as UTF-8 text; ValueError "not valid UTF-8 (byte 0x.. at offset N)" otherwise."""
     try:
         return bytes(data).decode("utf-8")
@@ -97,7 +98,7 @@ def is_valid_unicode(s: str) -> bool:
     return True
 
 
-def unwritable(v, strict: bool = False) -> tuple[str, object] | None:
+def unwritable(v, strict: bool = False) -> tuple[str, Any] | None:
     """Why `v` (a value, or a list, tuple or dict of values at any depth, dict keys included)
     cannot be written to the outputs, or None: ``("surrogate", None)`` for a string holding a
     lone surrogate, ``("int", digits)`` for an int past Python's digits limit for text, and

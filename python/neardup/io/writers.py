@@ -12,13 +12,15 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from types import ModuleType
+from typing import IO, Any
 
 from neardup.errors import NeardupError
 from neardup.errors import OutputError, _writable
 
 __all__ = ["atomic_open", "dumps", "json_default", "staged", "writable_tree", "write_jsonl"]
 
+_orjson: ModuleType | None
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover
@@ -69,7 +71,7 @@ def ensure_output_dir(outdir: str) -> None:
 
 
 #: The output set being written (:func:`staged`): temporary paths renamed together at its end.
-_STAGE: contextvars.ContextVar[list | None] = contextvars.ContextVar("neardup_stage", default=None)
+_STAGE: contextvars.ContextVar[_Stage | None] = contextvars.ContextVar("neardup_stage", default=None)
 
 
 @contextmanager
@@ -179,7 +181,8 @@ def _umask() -> int:
 def atomic_open(path: str, mode: str = "w") -> Iterator[IO]:
     """Open a temporary file next to `path`; rename it over `path` only if the block succeeds."""
     with atomic_path(path) as tmp:
-        with open(tmp, mode, **({"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {})) as f:
+        text: dict[str, Any] = {"encoding": "utf-8", "newline": "\n"} if "b" not in mode else {}
+        with open(tmp, mode, **text) as f:
             yield f
             f.flush()
             os.fsync(f.fileno())

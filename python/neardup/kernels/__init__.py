@@ -42,6 +42,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -145,7 +146,7 @@ class KernelParams:
 
 
 def _checked_table(rows: list[tuple], extra: dict | None = None) -> pa.Table:
-    cols = list(zip(*rows)) if rows else [[] for _ in CHECKED.names]
+    cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in CHECKED.names]
     arrays = [pa.array(list(c), type=f.type) for c, f in zip(cols, CHECKED)]
     t = pa.Table.from_arrays(arrays, schema=CHECKED)
     if extra:

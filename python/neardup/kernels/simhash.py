@@ -54,6 +54,8 @@ def _owned_pairs(fp: np.ndarray, band: int, masks: np.ndarray, d: int, threads) 
     ``band``, with their distance (the Rust core's all-pairs Hamming search)."""
     if len(fp) < 2:
         return np.zeros((0, 2), np.int64), np.zeros(0, np.int64)
+    pairs: np.ndarray
+    dist: np.ndarray
     pairs, dist = _core._allpairs_hamming(np.ascontiguousarray(fp, dtype=np.uint64), int(d), threads)
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     dist = np.asarray(dist, dtype=np.int64)

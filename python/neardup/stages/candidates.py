@@ -161,10 +161,12 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                 if len(k) < 2:
                     continue
                 r = np.fromfile(os.path.join(d, f"r{j}"), dtype=np.uint32)
+                local: np.ndarray
                 if large_bucket is None:
                     local = _core.candidate_pairs(k.reshape(-1, 1))
                 else:
                     local, offs, members = _core._lsh_candidates_capped(k.reshape(-1, 1), large_bucket)
+                    assert large is not None  # (pairs_from_keys checked it)
                     large.extend(r[members[offs[q] : offs[q + 1]]] for q in range(len(offs) - 1))
                 local = np.asarray(local, dtype=np.int64).reshape(-1, 2)
                 if len(local):

@@ -15,7 +15,7 @@ __all__ = ["source_ranks", "pick_keepers"]
 
 def source_ranks(sources: Sequence[str | None], prefer: Sequence[str]) -> np.ndarray:
     """Rank of each document's source in `prefer` (len(prefer) when not listed)."""
-    order = {s: i for i, s in enumerate(prefer)}
+    order: dict[str | None, int] = {s: i for i, s in enumerate(prefer)}
     unlisted = len(prefer)
     return np.fromiter((order.get(s, unlisted) for s in sources), dtype=np.int64, count=len(sources))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import ModuleType
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from neardup.io.writers import (
     write_jsonl,
 )
 
+_orjson: ModuleType | None
 try:
     import orjson as _orjson
 except ImportError:  # pragma: no cover
@@ -171,10 +173,11 @@ def _kept_records(sources, docs, kept_mask, alternates: Alternates, bar):
     """(record dict or raw JSON line, alternates) for each kept record, in input order."""
     masks = _wanted_masks(docs, np.flatnonzero(kept_mask), len(sources))
     for s_i, s in enumerate(sources):
-        if masks[s_i] is None:
+        mask = masks[s_i]
+        if mask is None:
             continue
         first, recs = _source_docs(docs, s_i)
-        it = s.raw_lines(masks[s_i]) if isinstance(s, JsonlSource) else s.records(masks[s_i])
+        it = s.raw_lines(mask) if isinstance(s, JsonlSource) else s.records(mask)
         alt: dict[int, list] = {}
         upto = -1  # alternates are looked up for records up to this number
         for recno, obj in it:

@@ -19,9 +19,9 @@ class DedupResult:
     """What a run found. ``clusters`` and ``pairs`` are the rows of clusters.jsonl and
     pairs.jsonl; ``kept`` the ids of the kept documents in input order."""
 
-    report: dict
-    clusters: list[dict] = field(default_factory=list)
-    pairs: list[dict] = field(default_factory=list)
+    report: dict[str, Any]
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = field(default_factory=list)
     kept: list[Any] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -32,7 +32,7 @@ class DedupResult:
 KEPT_NAMES = ("kept.jsonl", "kept.parquet")
 
 
-def stale_outputs(out: str, output_format: str, sources: list, dirs: bool = False) -> list[str]:
+def stale_outputs(out: str, output_format: str, sources: list[Any], dirs: bool = False) -> list[str]:
     """The other format's kept file of a previous run in `out`, to remove once this run's
     outputs are in place: ``--format parquet`` then a run without it left the old
     kept.parquet beside the new kept.jsonl and report.json, a stale set read as current.
@@ -75,7 +75,7 @@ def stale_outputs(out: str, output_format: str, sources: list, dirs: bool = Fals
     return stale
 
 
-def _same_file(a, b: str) -> bool:
+def _same_file(a: object, b: str) -> bool:
     try:
         return isinstance(a, str) and a != "-" and os.path.samefile(a, b)
     except OSError:
@@ -88,7 +88,7 @@ def output_names(output_format: str) -> list[str]:
             "report.json"]
 
 
-def refuse_input_outputs(sources: list, out: str, output_format: str) -> None:
+def refuse_input_outputs(sources: list[Any], out: str, output_format: str) -> None:
     """Refuse, before anything is read, a run one of whose outputs is one of its inputs (the
     same file by any name: a path, a symlink, a hard link): the outputs are renamed into place
     at the end, so ``neardup dedup d/kept.jsonl -o d`` replaced its 20,000-record input by the
@@ -130,7 +130,7 @@ def check_tmp_dir(tmp_dir: str | None) -> None:
                 pass
 
 
-def out_path(out, what: str = "out") -> str | None:
+def out_path(out: Any, what: str = "out") -> str | None:
     """The output directory (`what`, for the message) as a str: a str, bytes (os.fsdecode) or
     an os.PathLike, as the standard library takes a path; anything else is said before the
     run, not after it (where os.path.join failed on bytes and on a number)."""

@@ -192,6 +192,7 @@ class ParquetRecords:
             wider = _widen(self.schema, table.schema)
             if wider != self.schema:
                 self._start(wider)
+        assert self._writer is not None  # (made by _start with the first schema)
         self._writer.write_table(_conform(table, self.schema))
 
     def abort(self) -> None:

@@ -67,7 +67,8 @@ def dedup(
     settings = Settings(
         method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed, threshold=threshold,
         recall=recall, bands=bands, rows=rows, max_distance=max_distance, verify=verify, measure=measure,
-        prefer_source=prefer_source, max_chars=max_chars,
+        prefer_source=prefer_source,  # type: ignore[arg-type]  # Settings normalises it (source_names)
+        max_chars=max_chars,
     )
     opts = DedupOptions(
         settings=settings,

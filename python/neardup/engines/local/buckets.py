@@ -107,8 +107,10 @@ def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, 
     per_doc = 2 * set_bytes_estimate(ntok, opts.settings.k) + 16  # the sets, and the local tables
     need = [int(per_doc[lb.members[lb.offsets[i] : lb.offsets[i + 1]]].sum()) for i in range(k)]
     # reserved: the clusters stage, and the components recomputed before each group (16 a document)
-    free = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need) + read_bytes,
-                     "the shingle sets of its largest bucket and the input's read buffer") - read_bytes
+    share = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need) + read_bytes,
+                      "the shingle sets of its largest bucket and the input's read buffer")
+    assert share is not None  # (mem.limited)
+    free = share - read_bytes
     groups: list[list[int]] = [[]]
     used = 0
     for i in range(k):

@@ -128,6 +128,7 @@ class MemoryBudget:
         return free
 
     def fail(self, minimum: int, why: str) -> None:
+        assert self.limit is not None  # (called only under a limit)
         raise MemoryLimitError(
             f"--memory-limit {mib(self.limit)} is too small for this input: {why}; it needs at least "
             f"about {mib(minimum)} (the interpreter and imports take {mib(self.base)} of that)")
@@ -216,7 +217,7 @@ class FirstPassGuard:
     and a batch of re-read records), for the input `scale` times what has been read."""
 
     def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
-                 total_bytes: int | None, later: Callable[[float], int] = lambda s: 0,
+                 total_bytes: int | None, later: Callable[[float], float] = lambda s: 0,
                  count: Callable[[], int] | None = None, work: Callable[[int], int] = lambda n: 0,
                  tables_at: Callable[[float], tuple[int, int]] | None = None, lead_bytes: int = 0) -> None:
         """`count()`: documents in the tables now (the reader adds them ahead of the batches
@@ -310,12 +311,13 @@ class FirstPassGuard:
     def rows_fit(self, rows_ram: int) -> bool:
         """Whether the rows may stay in memory: both from what is resident now and from what the
         run needs."""
-        if not self.budget.limited:
+        limit = self.budget.limit
+        if limit is None:  # (not self.budget.limited)
             return True
         first, later, s = self._projection(rows_ram)
-        if max(first, later) > self.budget.limit:
+        if max(first, later) > limit:
             return False
-        return max(self.needs(rows_ram * s)) <= self.budget.limit
+        return max(self.needs(rows_ram * s)) <= limit
 
     def check(self, rows_ram: int) -> None:
         """Raise :class:`MemoryLimitError` when the limit cannot be met with the rows spilled."""
@@ -330,6 +332,7 @@ class FirstPassGuard:
         minimum = max(self.needs())
         self.budget.minimum = max(self.budget.minimum, minimum)
         limit = self.budget.limit
+        assert limit is not None  # (self.budget.limited)
         now = self.budget.resident()
         if now + self.work(self.batch_docs) + BATCHES_IN_FLIGHT * self.batch_bytes > limit \
                 and now > self._trimmed + max(self.batch_bytes, 8 << 20):

@@ -104,6 +104,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         from neardup.stages.parquet_out import warm_up
 
         warm_up()  # pyarrow's one-off ~50 MiB, in the baseline rather than the write stage's peak
+    assert not isinstance(opts.memory_limit, str)  # (bytes once opts.check() has parsed it)
     mem = MemoryBudget(opts.memory_limit)
     docs = DocTable()
     per_input = [{"path": s.name, "format": s.format, "records": 0, "skipped": 0} for s in sources]
@@ -120,7 +121,8 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
     # per permutation); estimates need the whole signature; SimHash keeps its fingerprint.
     band_rows: tuple[int, int] | None = None
     sizes = [s.size_bytes() for s in sources]
-    total_bytes = sum(sizes) if all(x is not None for x in sizes) else None
+    known = [x for x in sizes if x is not None]
+    total_bytes = sum(known) if len(known) == len(sizes) else None
 
     def exact_map() -> int:
         return first_seen[0].heap_bytes() if first_seen else 0
@@ -130,7 +132,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         # count arrays (20 bytes a document) and the document of each signed row (8)
         return docs.nbytes() + exact_map() + 20 * len(docs) + 8 * sum(len(p) for p in sig_doc_parts)
 
-    def later(scale: float) -> int:
+    def later(scale: float) -> float:
         # the larger of what the candidates stage needs (the smallest band sort, twice for its
         # pairs, and with estimates the band keys it forms from the signatures) and what a
         # re-read needs (a batch of records and their sets, the largest set); the Parquet
@@ -742,6 +744,7 @@ def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.nd
     biggest = int(set_bytes_estimate(ntok[wanted], opts.settings.k).max()) if len(wanted) else 0
     free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
                      "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")
+    assert free is not None  # (mem.limited)
     return free - work
 
 

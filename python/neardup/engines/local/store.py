@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from typing import IO
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class RowStore:
         self._parts: list[np.ndarray] = []
         self._ram = 0
         self._dir: str | None = None
-        self._file = None
+        self._file: IO[bytes] | None = None
         self._map: np.ndarray | None = None
         self._written = 0  # bytes written to the spill file (for a full disk's message)
 
@@ -95,6 +96,7 @@ class RowStore:
         total = sum(p.nbytes for p in self._parts)
         try:
             make_dir("neardup-", self.tmp_parent, lambda path: setattr(self, "_dir", path))  # (close removes it)
+            assert self._dir is not None  # (set by make_dir's claim)
             self._file = open(os.path.join(self._dir, f"{self.name}.bin"), "wb")
         except OSError as exc:
             raise spill_error(exc, self.tmp_parent, f"the {self.name} spill file", total) from exc
@@ -105,6 +107,7 @@ class RowStore:
         self._ram = 0
 
     def _write(self, data: bytes) -> None:
+        assert self._file is not None  # (only once spilled)
         try:
             self._file.write(data)
         except OSError as exc:
@@ -141,6 +144,7 @@ class RowStore:
                 self._file.close()
             except OSError as exc:
                 raise spill_error(exc, self.tmp_parent, f"the {self.name} spill file", 0, self._written) from exc
+            assert self._dir is not None  # (spilled: the file is in it)
             path = os.path.join(self._dir, f"{self.name}.bin")
             if self.rows == 0:
                 self._map = np.zeros(shape, self.dtype)

@@ -28,6 +28,7 @@ import os
 import pickle
 import shutil
 import time
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -72,7 +73,7 @@ class OutputStage:
         except OSError as exc:
             raise OutputError(f"{self.out}: cannot write: {exc.strerror or exc}") from exc
 
-    def commit(self, names: list[str], stale: list[str] = (), last: str = "report.json") -> None:
+    def commit(self, names: list[str], stale: Sequence[str] = (), last: str = "report.json") -> None:
         """Move the outputs `names` (`last` last: report.json; a file, replaced by ``os.replace``,
         the commit point) from the staging directory into OUT, then the paths `stale` aside; then
         delete the staging directory."""
@@ -204,7 +205,10 @@ _ALT_INT = "__neardup_alternates_int"
 
 def _ids_as_given(alts: list | None, ints: list | None) -> list:
     """A keeper's alternates as the input gave them: integers where the id was one."""
-    return [int(x) if i else x for x, i in zip(alts, ints)] if alts else []
+    if not alts:
+        return []
+    assert ints is not None  # (a row's alternates and their flags are null together: one left join)
+    return [int(x) if i else x for x, i in zip(alts, ints)]
 
 
 def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None, fields=None) -> None:

@@ -115,7 +115,7 @@ def read_outputs(outdir: str) -> SparkDedupResult:
     # the kept file this run wrote (report.json lists it): an earlier run's other kept file
     # may still be there (read before 2026-12-01, when kept.parquet was read whatever the run wrote)
     id_field = report["options"]["fields"]["id"]
-    kept = []
+    kept: list[Any] = []
     files = report.get("files") or []
     if "kept.parquet" in files:
         t = ds.dataset(os.path.join(outdir, "kept.parquet"), format="parquet").to_table()
@@ -652,7 +652,7 @@ def _finish_cut_call(exc: BaseException, deadline: float) -> None:
     if cut is None:
         return
     frame, lineno = cut
-    conn = frame.f_locals.get("self")
+    conn: Any = frame.f_locals.get("self")  # py4j's connection (anything else: the errors are caught)
     try:
         if "readline" in linecache.getline(frame.f_code.co_filename, lineno):
             while conn.socket is not None and time.monotonic() < deadline:
