@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import neardup
-from neardup.index import Index, budget
+from neardup.index import Index, Steps, budget
 import ix_helpers as h
 
 
@@ -43,12 +43,10 @@ def test_a_small_budget_keeps_dedups_clusters_through_adds_and_removes(tmp_path,
     """With a budget of 2 pairs and 2 candidates per round, every story is far over it: the
     clusters and similarities to the keeper must still be dedup's after every add and remove
     (removes of random articles split chains: the stored pairs alone would split them more)."""
-    monkeypatch.setattr(budget, "PAIRS_PER_DOCUMENT", 2)
-    monkeypatch.setattr(budget, "CANDIDATES_PER_CLUSTER", 2)
     ix_kw, dd_kw = SETTINGS[setting]
     rng = np.random.default_rng(11)
     docs = _stories(5)
-    with Index.create(tmp_path / "ix", **ix_kw) as ix:
+    with Index.create(tmp_path / "ix", steps=Steps(pairs_per_document=2, candidates_per_cluster=2), **ix_kw) as ix:
         added: list[dict] = []
         removed_yet = False
         for batch in np.array_split(np.arange(len(docs)), 5):
@@ -94,9 +92,9 @@ def test_a_batch_of_many_copies_stores_a_bounded_number_of_pairs(tmp_path):
         assert ix.stats()["clusters"] == 1
     con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
     n_pairs = con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0]
-    assert n_pairs <= 1001 * budget.PAIRS_PER_DOCUMENT
+    assert n_pairs <= 1001 * Steps().pairs_per_document
     assert con.execute("SELECT COUNT(*) FROM pairs WHERE b = (SELECT doc FROM documents WHERE id = 'late')"
-                       ).fetchone()[0] <= budget.PAIRS_PER_DOCUMENT
+                       ).fetchone()[0] <= Steps().pairs_per_document
 
 
 def test_kept_pairs_keep_the_components_of_all_pairs():

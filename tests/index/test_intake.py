@@ -155,14 +155,12 @@ def test_other_sources_and_blocks(tmp_path):
 
 
 def test_read_and_sign_over_blocks(tmp_path, monkeypatch):
-    # chunks handed to the signer are whole blocks of at least CHUNK documents; the result is
+    # chunks handed to the signer are whole blocks of at least `chunk` documents; the result is
     # the same documents in order, the id checks see every id, and the chunks go to on_chunk
     # (after the signing), in order, also when the batch has duplicate ids (the caller raises)
-    import neardup.index.intake as intake
     from neardup.stages.options import DedupOptions
     from neardup.stages.signer import Signer
 
-    monkeypatch.setattr(intake, "CHUNK", 1000)
     signer = Signer(DedupOptions())
 
     def day(name, ids):
@@ -179,7 +177,7 @@ def test_read_and_sign_over_blocks(tmp_path, monkeypatch):
             asked.extend(keys)
             return [k for k in keys if k in present]
 
-        out = read_and_sign(path, Fields(), 1_000_000, signer, 16, 8, 1, look, on_chunk=chunks.append)
+        out = read_and_sign(path, Fields(), 1_000_000, signer, 16, 8, 1, look, on_chunk=chunks.append, chunk=1000)
         return out, asked, chunks
 
     (docs, extras, signed, twice, present), asked, chunks = run(day("a.jsonl", [f"d{i}" for i in range(5000)]), set())

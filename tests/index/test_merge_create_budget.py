@@ -8,7 +8,7 @@ import sqlite3
 import numpy as np
 import pytest
 from neardup.errors import NeardupError
-from neardup.index import Index, budget
+from neardup.index import Index, Steps, budget
 from neardup.errors import DocumentNotFoundError, IndexExistsError, IndexNotFoundError
 
 import ix_helpers
@@ -228,7 +228,6 @@ def test_rounds_needed_gives_the_groups_once_for_archive_rounds(monkeypatch):
 
 
 def test_adds_over_the_budget_look_each_candidates_cluster_up_once(tmp_path, monkeypatch):
-    monkeypatch.setattr(budget, "CANDIDATES_PER_CLUSTER", 2)
     rng = np.random.default_rng(4)
     base = [f"w{int(x)}" for x in rng.integers(0, 5000, 150)]
     recs = []
@@ -242,7 +241,7 @@ def test_adds_over_the_budget_look_each_candidates_cluster_up_once(tmp_path, mon
     monkeypatch.setattr(budget, "_cluster_of", lambda cd, meta: calls.append(len(cd)) or real_cl(cd, meta))
     monkeypatch.setattr(budget, "rounds_needed", lambda *a, **k: asked.append(len(a[0])) or real_needed(*a, **k))
     monkeypatch.setattr(budget, "archive_rounds", lambda *a, **k: rounds.append(len(a[0])) or real_rounds(*a, **k))
-    with Index.create(tmp_path / "ix") as ix:
+    with Index.create(tmp_path / "ix", steps=Steps(candidates_per_cluster=2)) as ix:
         for s in range(0, 120, 30):
             ix.add(recs[s : s + 30])
         ix.check()

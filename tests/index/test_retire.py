@@ -9,18 +9,17 @@ import pytest
 from neardup.index import Index, fold, segment
 from neardup.errors import FileGoneError, IndexCorruptError
 from neardup.index.segment import read_segment, write_segment
+from neardup.index.tuning import Steps
 from test_fold import _listed, _same_after_reopen, _verdicts
 from test_segment_write import _postings
 from test_tiers import _index_with_segments
 
 
 def test_a_gradual_retire_cuts_the_file_down_then_deletes_it(tmp_path, corpus, monkeypatch):
-    monkeypatch.setattr(fold, "RETIRE_STEP", 1024)
-    monkeypatch.setattr(fold, "RETIRE_PAUSE", 0.0)
     sizes = []
     real = os.ftruncate
     monkeypatch.setattr(os, "ftruncate", lambda fd, n: (sizes.append(n), real(fd, n))[1])
-    ix, s = _index_with_segments(tmp_path / "ix", corpus, [100, 15])
+    ix, s = _index_with_segments(tmp_path / "ix", corpus, [100, 15], steps=Steps(retire_step=1024, retire_pause=0.0))
     ref = Index.create(tmp_path / "ref")
     try:
         ref.add(corpus[:s])

@@ -71,7 +71,7 @@ def test_daily_batches_equal_one_dedup(tmp_path, corpus, request, paths):
 
 
 def test_one_document_at_a_time_equals_dedup(tmp_path, corpus):
-    """(Every add of one document takes the plan's steps for a few documents: plan_steps.SMALL_PLAN.)"""
+    """(Every add of one document takes the plan's steps for a few documents: ``Steps.small_plan``.)"""
     docs = corpus[:150] + [d for d in corpus if d["id"].startswith(("c", "b"))][:100]
     ref = neardup.dedup(docs, None)
     with Index.create(tmp_path / "ix") as ix:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from neardup.index import fold, segment
+from neardup.index import fold
 from neardup.index.segment import Postings, read_segment, write_segment
 
 
@@ -30,14 +30,13 @@ def test_paced_write_is_the_same_file_synced_in_pieces(tmp_path, monkeypatch):
 
 
 def write_segment_counting(monkeypatch, path, p, pace):
-    """write_segment(paced=True) with a small pace; checks that no more than two pieces' worth
+    """write_segment with a small pace; checks that no more than two pieces' worth
     of bytes was ever written unsynced (a piece ends at an array's end or after `pace` bytes;
     a sync follows once `pace` bytes are unsynced)."""
-    monkeypatch.setattr(segment, "PACE_BYTES", pace)
     at = [0]
     real = os.fdatasync
     monkeypatch.setattr(os, "fdatasync", lambda fd: (at.append(os.fstat(fd).st_size), real(fd))[1])
-    out = write_segment(path, p, paced=True)
+    out = write_segment(path, p, pace=pace)
     at.append(os.path.getsize(path))  # the final fsync
     gaps = [b - a for a, b in zip(at, at[1:])]
     assert len(gaps) > 10 and max(gaps) <= 2 * pace, gaps

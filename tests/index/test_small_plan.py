@@ -1,11 +1,11 @@
-"""The plan's steps for a few documents (lists and dicts, index/plan_steps.py SMALL_PLAN) decide what
+"""The plan's steps for a few documents (lists and dicts, index/plan_steps.py, ``Steps.small_plan``) decide what
 the batch forms (numpy) decide: the same verdicts, clusters, keepers, similarities and rows."""
 import sqlite3
 
 import numpy as np
 import pytest
 
-from neardup.index import Index, plan_steps
+from neardup.index import Index, Steps
 
 ROWS = ("SELECT doc, id, cluster, similarity, match, closest, closest_similarity FROM documents ORDER BY doc",
         "SELECT cluster, keeper, size, merged_into FROM clusters ORDER BY cluster",
@@ -30,9 +30,8 @@ def _groups(corpus, seed=3):
 
 
 def _run(path, groups, small: int, monkeypatch, **settings):
-    monkeypatch.setattr(plan_steps, "SMALL_PLAN", small)
     verdicts = []
-    with Index.create(path, prefer_source=["agency"], **settings) as ix:
+    with Index.create(path, prefer_source=["agency"], steps=Steps(small_plan=small), **settings) as ix:
         for g in groups:
             verdicts.append([v.as_dict() for v in ix.add(g)])
         listed = list(ix.clusters())
@@ -46,7 +45,7 @@ def _run(path, groups, small: int, monkeypatch, **settings):
                          ids=["exact", "estimate", "simhash"])
 def test_small_groups_plan_as_large_ones(tmp_path, corpus, monkeypatch, settings):
     groups = _groups(corpus)
-    few = _run(tmp_path / "few", groups, plan_steps.SMALL_PLAN, monkeypatch, **settings)
+    few = _run(tmp_path / "few", groups, Steps().small_plan, monkeypatch, **settings)
     batch = _run(tmp_path / "batch", groups, 0, monkeypatch, **settings)
     assert few[0] == batch[0]
     assert few[1] == batch[1]

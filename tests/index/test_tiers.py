@@ -143,10 +143,10 @@ def test_many_folds_stay_logarithmic_and_give_the_same_answers(tmp_path):
     _same_after_reopen(tmp_path / "tiered", tmp_path / "plain", probes)
 
 
-def _index_with_segments(d, docs, sizes):
+def _index_with_segments(d, docs, sizes, steps=None):
     """An index whose segments were made by folds of these sizes (level 0 then empty)."""
     Index.create(d).close()
-    ix = Index.open(d, l0_max=10**6, l0_fold_at=10**6, background_fold=True)
+    ix = Index.open(d, l0_max=10**6, l0_fold_at=10**6, background_fold=True, steps=steps)
     s = 0
     for n in sizes:
         ix.add(docs[s : s + n])

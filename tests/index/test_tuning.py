@@ -73,3 +73,23 @@ def test_merge_max_is_stored_by_init_and_refused_when_bad(tmp_path):
     r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(tmp_path / "b"), "--merge-max", "-5"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "merge_max must be a positive integer" in r.stderr
+
+
+def test_steps_are_checked_and_not_stored(tmp_path):
+    """Steps (how much the index does at a time) are a process's choice: checked when made,
+    passed to open/create, never written into the index."""
+    import pytest
+
+    from neardup.errors import InvalidParameterError
+    from neardup.index import Index, Steps
+
+    for bad in ({"sign_chunk": 0}, {"small_plan": -1}, {"pace_bytes": True}, {"retire_pause": -0.1}):
+        with pytest.raises(InvalidParameterError, match=next(iter(bad))):
+            Steps(**bad)
+    assert Steps(small_plan=0).small_plan == 0  # 0: never the steps for a few
+    with Index.create(tmp_path / "ix", steps=Steps(sign_chunk=7)) as ix:
+        assert ix.steps.sign_chunk == 7
+    with Index.open(tmp_path / "ix") as ix:
+        assert ix.steps == Steps()
+    with pytest.raises(InvalidParameterError, match="steps must be"):
+        Index.open(tmp_path / "ix", steps={"sign_chunk": 7})

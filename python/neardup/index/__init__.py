@@ -1,6 +1,7 @@
 """The persistent, incremental index (``neardup index ...``, ``neardup.Index``): see docs/index.md."""
 from neardup.errors import BackupBusyError
 from neardup.index.core import Index, IndexConfig, Verdict
+from neardup.index.tuning import Steps, Tuning
 from neardup.errors import (
     DocumentNotFoundError,
     DuplicateIdError,
@@ -19,7 +20,7 @@ from neardup.errors import (
 IndexFailure = IndexError_
 
 __all__ = [
-    "Index", "IndexConfig", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
+    "Index", "IndexConfig", "Steps", "Tuning", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
     "IndexLockedError", "IndexClosedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
     "ForkedIndexError", "ScrubIncompleteError", "TextRemovedError", "BackupBusyError",
 ]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from neardup.index.pending import PendingLog
     from neardup.index.segment import Postings
     from neardup.index.store import SegmentCache, State, TextLog
-    from neardup.index.tuning import Tuning
+    from neardup.index.tuning import Steps, Tuning
     from neardup.io.records import Checked, Fields
     from neardup.stages.options import DedupOptions
     from neardup.stages.signer import Signer
@@ -42,6 +42,7 @@ class IndexAttrs:
     fields: Fields
     signer: Signer
     tuning: Tuning
+    steps: Steps
     background_fold: bool
     last_stages: dict[str, float]
     _wlock: threading.RLock

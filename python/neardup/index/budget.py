@@ -9,13 +9,13 @@ million pairs (81-134 s, every other write waiting), and a single article joinin
 With the budget (index texts stored, ``store_text``: a removal can then verify again, below):
 
 - **Verification** (:func:`archive_rounds`): a new document's archive candidates are taken by
-  cluster, in rounds of ``CANDIDATES_PER_CLUSTER`` (those sharing the most bands first): a
+  cluster, in rounds of ``Steps.candidates_per_cluster`` (those sharing the most bands first): a
   cluster that has a verified pair with the document is done; one that has none yet gives its
   next candidates, until one passes or none is left. So a document joins exactly the
   clusters it would join if every candidate were verified (the clusters are neardup dedup's),
   and its closest article is the most similar of those verified (the most likely ones).
 - **Storage** (:func:`kept_pairs`): of a new document's verified pairs, the index stores its
-  ``PAIRS_PER_DOCUMENT`` most similar, and every pair of a spanning forest of the batch's
+  ``Steps.pairs_per_document`` most similar, and every pair of a spanning forest of the batch's
   pairs (after the exact links and the clusters already known): the stored pairs keep the
   same clusters as all of them.
 - **Removal** (``removal.py``): the stored pairs are a subset of the verified ones, so a story
@@ -34,12 +34,7 @@ import numpy as np
 from neardup import _core
 from neardup import _sets
 
-__all__ = ["PAIRS_PER_DOCUMENT", "CANDIDATES_PER_CLUSTER", "archive_rounds", "rounds_needed", "kept_pairs"]
-
-#: verified pairs stored per new document beyond those a spanning forest needs
-PAIRS_PER_DOCUMENT = 32
-#: archive candidates of one cluster verified per round for a new document
-CANDIDATES_PER_CLUSTER = 32
+__all__ = ["archive_rounds", "rounds_needed", "kept_pairs"]
 
 
 def _cluster_of(cd: np.ndarray, meta: dict) -> np.ndarray:
@@ -59,12 +54,11 @@ def _group_rank(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 def archive_rounds(ci: np.ndarray, cd: np.ndarray, hits: np.ndarray, groups: np.ndarray,
                    verify: Callable[[np.ndarray, np.ndarray], np.ndarray], bar: float,
-                   per_cluster: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   per_cluster: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Verify the (batch document `ci`, archive document `cd`) candidates in rounds (module
     docstring); `hits`: how many bands each pair shares; `groups`: each candidate's (document,
     cluster) group as a dense number (``rounds_needed``). Returns the verified pairs and their
     similarities; candidates never verified are dropped (they are not pairs)."""
-    per_cluster = per_cluster or CANDIDATES_PER_CLUSTER
     grp = groups
     _, rank = _group_rank([cd, -hits, grp])  # most bands first, then the earliest document
     sims = np.full(len(ci), np.nan)
@@ -82,12 +76,11 @@ def archive_rounds(ci: np.ndarray, cd: np.ndarray, hits: np.ndarray, groups: np.
     return ci[done], cd[done], sims[done]
 
 
-def rounds_needed(ci: np.ndarray, cd: np.ndarray, meta: dict, per_cluster: int | None = None) -> np.ndarray | None:
+def rounds_needed(ci: np.ndarray, cd: np.ndarray, meta: dict, per_cluster: int) -> np.ndarray | None:
     """None when no document has more archive candidates in one cluster than a round takes
     (nearly always: every candidate is then verified at once); else each candidate's group,
     (document, cluster of its archive document), as a dense number, for ``archive_rounds``
     (made once: each candidate's cluster is a Python look-up, 1.3 s for 3 million)."""
-    per_cluster = per_cluster or CANDIDATES_PER_CLUSTER
     if len(ci) <= per_cluster:
         return None
     _, groups, counts = np.unique((ci.astype(np.int64) << np.int64(32)) | _cluster_of(cd, meta),
@@ -97,13 +90,12 @@ def rounds_needed(ci: np.ndarray, cd: np.ndarray, meta: dict, per_cluster: int |
 
 def kept_pairs(n: int, ci: np.ndarray, cd: np.ndarray, sims_a: np.ndarray, bp: np.ndarray, sims_b: np.ndarray,
                ae: np.ndarray, arch_exact: np.ndarray, be: np.ndarray, batch_exact: np.ndarray, meta: dict,
-               per_document: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+               per_document: int) -> tuple[np.ndarray, np.ndarray]:
     """Which verified pairs to store: masks over the archive pairs (ci, cd) and the batch pairs
     `bp` (a earlier than b). Each new document keeps its `per_document` most similar pairs
     (archive and batch together; ties: archive pairs, then earlier documents), plus the pairs
     of a spanning forest of all of them after the exact links and the archive clusters (each
     a node: its articles are joined by the pairs stored before)."""
-    per_document = per_document or PAIRS_PER_DOCUMENT
     na = len(ci)
     later = np.concatenate([ci, bp[:, 1]]).astype(np.int64)
     if not len(later):

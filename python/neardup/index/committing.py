@@ -18,7 +18,6 @@ from neardup.index.append import PendingTexts
 from neardup.index.bulk import Const, insert_columns
 from neardup.index import counters
 from neardup.index.store import State, u2i
-from neardup.index import plan_steps
 from neardup.index.plan_steps import new_clusters, new_clusters_few
 from neardup.index.planning import Plan
 from neardup.index.jobs import Job
@@ -94,7 +93,7 @@ class Committing(IndexAttrs):
             # (one new document each, its own keeper) and the new clusters of several documents
             fn = plan.first_new
             multi_new = [(c, k, s_) for c, (k, s_) in plan.cluster_rows.items() if c >= fn]
-            ncl, nkeep, nsize = (new_clusters_few if n <= plan_steps.SMALL_PLAN else new_clusters)(plan.singles, multi_new)
+            ncl, nkeep, nsize = (new_clusters_few if n <= self.steps.small_plan else new_clusters)(plan.singles, multi_new)
             insert_columns(conn, "clusters", [ncl, nkeep, nsize if multi_new else Const(1),
                                               Const(now), Const(now), Const(None)], len(ncl))
             # (each statement only when it has rows: a new story, the service's usual add, has none)

@@ -47,7 +47,7 @@ from neardup.index import counters
 from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4, migrate_4_to_5
 from neardup.index import pending as pend
 from neardup.index.stages import Stages
-from neardup.index.tuning import Tuning
+from neardup.index.tuning import Steps, Tuning
 from neardup.index.verdicts import Verdict, Verdicts
 from neardup.index.config import IndexConfig
 from neardup.settings import DEFAULT_MAX_CHARS, source_names
@@ -74,13 +74,17 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
     # ------------------------------------------------------------------ open / create
     def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
-                 tuning: Tuning | None = None, background_fold: bool = False) -> None:
+                 tuning: Tuning | None = None, background_fold: bool = False, steps: Steps | None = None) -> None:
         if sync not in ("full", "normal", "group"):
             raise InvalidParameterError(f"sync must be 'full', 'normal' or 'group', got {sync!r}")
         if not isinstance(background_fold, bool):
             raise InvalidParameterError(f"background_fold must be True or False, got {background_fold!r}")
         self.sync = sync
         self.tuning = tuning or Tuning()
+        if steps is not None and not isinstance(steps, Steps):
+            raise InvalidParameterError(f"steps must be a neardup.index.Steps, got {type(steps).__name__}")
+        #: how much it reads, plans and writes at a time (not stored; speed and memory only)
+        self.steps = steps or Steps()
         #: fold level 0 in a thread of its own (fold.py) instead of inside the add that fills it
         self.background_fold = background_fold
         self._folder = fold.Folder(self)
@@ -115,10 +119,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
     @classmethod
     def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
                l0_max: int | None = None, l0_fold_at: int | None = None, merge_max: int | None = None,
-               **settings) -> "Index":
+               steps: Steps | None = None, **settings) -> "Index":
         """Create an index in `directory` (made if missing; it must not hold an index).
         `segment_min` / `l0_max` / `l0_fold_at` / `merge_max`: where adds put their postings
-        (:class:`Tuning`), stored."""
+        (:class:`Tuning`), stored. `steps`: as :meth:`open`'s."""
         directory = os.fspath(directory)
         _check_threads(threads)
         settings = {k: _plain(v) for k, v in settings.items()}  # (NumPy scalars: as Python's)
@@ -189,12 +193,13 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             raise
         finally:
             lock.release()
-        return cls.open(directory, threads=threads)
+        return cls.open(directory, threads=threads, steps=steps)
 
     @classmethod
     def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
              segment_min: int | None = None, l0_max: int | None = None, l0_fold_at: int | None = None,
-             merge_max: int | None = None, background_fold: bool = False, **expected) -> "Index":
+             merge_max: int | None = None, background_fold: bool = False, steps: Steps | None = None,
+             **expected) -> "Index":
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -210,7 +215,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         ``segment_min`` / ``l0_max`` / ``l0_fold_at`` / ``merge_max`` override the stored :class:`Tuning` for this
         process. ``background_fold=True`` (the service): level 0 is folded into a segment by a
         thread of its own once it holds more than ``l0_fold_at`` documents, off the path of adds
-        (fold.py); an add then folds inline only past ``fold.BACKSTOP x l0_max``."""
+        (fold.py); an add then folds inline only past ``fold.BACKSTOP x l0_max``. ``steps``
+        (:class:`Steps`): how much it reads, plans and writes at a time, for this process."""
         directory = os.fspath(directory)
         _check_threads(threads)
         expected = {k: _plain(v) for k, v in expected.items()}
@@ -280,7 +286,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 raise
             raise IndexCorruptError(f"{directory}: unreadable tuning settings ({exc})") from exc
         try:
-            idx = cls(directory, cfg, threads, sync, tuning, background_fold)
+            idx = cls(directory, cfg, threads, sync, tuning, background_fold, steps)
         except BaseException:
             conn.close()
             raise
@@ -747,7 +753,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                     inputs, _fields_of(fields) or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
                     lambda keys: self._present(conn, keys),
                     on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None,
-                    skips=skips)
+                    skips=skips, chunk=self.steps.sign_chunk)
                 loading.result()  # a corrupt segment is reported here
                 self._raise_duplicate_ids(sorted(set(twice)), present)
             except BaseException:

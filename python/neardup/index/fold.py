@@ -150,7 +150,7 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
             del parts
         name = f"seg-{gen + 1:08d}-{os.urandom(4).hex()}.ndx"
         path = os.path.join(ix.directory, name)
-        size, crc = write_segment(path, p, paced=paced)
+        size, crc = write_segment(path, p, pace=ix.steps.pace_bytes if paced else None)
         try:
             conn.execute("BEGIN")
             try:
@@ -275,7 +275,7 @@ def _retire(ix, names: list[str], gradual: bool = False) -> None:
 
     `gradual` (a background fold, beside requests): each file is first renamed out of the way
     (``retired-`` + its name: readers see it gone, as after an unlink), then cut down
-    RETIRE_STEP bytes at a time, each cut synced, RETIRE_PAUSE apart, then unlinked. The disk is
+    ``Steps.retire_step`` bytes at a time, each cut synced, ``Steps.retire_pause`` apart, then unlinked. The disk is
     mounted with ``discard``: one unlink of a 170 MB merged segment trims all its blocks in the
     next journal commit, and the WAL fsyncs of the commits around it waited 82-160 ms for it
     (measured, three times, a loop of 48 KB WAL writes + fdatasync at 200/s); cut 1 MB at a time,
@@ -303,9 +303,6 @@ def _retire(ix, names: list[str], gradual: bool = False) -> None:
 
 #: a retired segment's name: RETIRED + its name (the writer's recovery deletes such files)
 RETIRED = "retired-"
-#: bytes cut from a retired segment at a time, and the pause between cuts
-RETIRE_STEP = 1 << 20
-RETIRE_PAUSE = 0.02
 
 
 def _shrink_and_unlink(ix, path: str) -> None:
@@ -318,10 +315,10 @@ def _shrink_and_unlink(ix, path: str) -> None:
     try:
         size = os.fstat(fd).st_size
         while size > 0 and not ix.closed:
-            size = max(0, size - RETIRE_STEP)
+            size = max(0, size - ix.steps.retire_step)
             os.ftruncate(fd, size)
             os.fdatasync(fd)
-            time.sleep(RETIRE_PAUSE)
+            time.sleep(ix.steps.retire_pause)
     except OSError:  # pragma: no cover - the unlink below still runs
         pass
     finally:

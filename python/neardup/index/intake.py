@@ -38,9 +38,6 @@ from neardup.simhash import block_keys
 
 __all__ = ["Signed", "Skips", "without_taken_ids", "records", "checked_blocks", "read_checked", "read_and_sign", "sign"]
 
-#: documents per chunk handed from the reader thread to the signer (at least: whole blocks)
-CHUNK = 16384
-
 
 @dataclass
 class Signed:
@@ -318,10 +315,11 @@ _END = object()
 def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, bands: int, rows: int,
                   threads: int | None, present: Callable[[list[str]], list[str]],
                   on_chunk: Callable[[list[Checked]], None] | None = None, skips: Skips | None = None,
-                  ) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
+                  *, chunk: int) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
     """Read and check `inputs` in a thread while this one signs each chunk and asks
     `present(keys)` which of its ids the index already holds; then hand the chunks, in order,
-    to `on_chunk` (the text log's writer: see the module's note).
+    to `on_chunk` (the text log's writer: see the module's note); `chunk`: documents read before
+    they go to the signer (``Steps.sign_chunk``).
 
     Returns (documents, extras, signed, ids twice in the batch, ids already present); the
     caller raises for the last two (after the whole batch, so the message lists them all).
@@ -341,7 +339,7 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
             for d, ex in checked_blocks(inputs, fields, max_chars, skips):
                 docs += d
                 extras += ex
-                if len(docs) >= CHUNK:
+                if len(docs) >= chunk:
                     if not put((docs, extras)):
                         return
                     docs, extras = [], []

@@ -17,14 +17,12 @@ import numpy as np
 from neardup import _sets
 from neardup.graph import connected_components
 
-__all__ = ["SMALL_PLAN", "first_in_archive", "first_in_archive_few", "first_in_batch", "first_in_batch_few",
+__all__ = ["first_in_archive", "first_in_archive_few", "first_in_batch", "first_in_batch_few",
            "unique_pairs", "unique_pairs_few", "join", "join_few", "group", "group_few", "pair_rows",
            "pair_rows_few", "new_clusters", "new_clusters_few", "best_pairs", "best_pairs_few",
            "concat_hits", "nan_if_none"]
 
 
-#: groups of at most this many documents take the steps' forms for a few documents
-SMALL_PLAN = 16
 
 
 def first_in_archive(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:

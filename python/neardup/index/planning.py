@@ -31,7 +31,7 @@ from neardup.stages.candidates import pairs_from_keys
 from neardup.stages.keepers import pick_keepers, source_ranks
 from neardup.stages.verify import HashSets, estimate_pairs, verify_exact
 from neardup.simhash import hamming
-from neardup.index import budget, plan_steps
+from neardup.index import budget
 from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, first_in_archive, first_in_archive_few,
     first_in_batch, first_in_batch_few, group, group_few, join, join_few, nan_if_none, pair_rows, pair_rows_few,
     unique_pairs, unique_pairs_few)
@@ -121,7 +121,7 @@ class Planning(IndexAttrs):
         few = self._few_handles(st, arrays)  # cached per set of segments
         qi, adocs = concat_hits(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
-        small = n <= plan_steps.SMALL_PLAN
+        small = n <= self.steps.small_plan
         arch_exact = (first_in_archive_few if small else first_in_archive)(qi, adocs, tok_idx, n)
         rest = tok_idx[arch_exact[tok_idx] < 0]
         batch_exact = (first_in_batch_few if small else first_in_batch)(ek, rest, n)
@@ -178,13 +178,14 @@ class Planning(IndexAttrs):
         hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
         bar = cfg.pass_bar
         budgeted = cfg.store_text  # (a removal verifies again from the texts: budget.py)
-        groups = budget.rounds_needed(ci, cd, meta) if budgeted else None
+        groups = budget.rounds_needed(ci, cd, meta, self.steps.candidates_per_cluster) if budgeted else None
         if groups is not None:
             # a story larger than a round: its candidates verified in rounds, by cluster
             no_pairs = np.zeros((0, 2), np.int64)
             ci, cd, sims_a = budget.archive_rounds(
                 ci, cd, _hits(ci_hits, cd_hits, ci, cd), groups,
-                lambda i_, d_: self._verify(conn, docs, sigs, sig_row, i_, d_, no_pairs, meta, hcache)[0], bar)
+                lambda i_, d_: self._verify(conn, docs, sigs, sig_row, i_, d_, no_pairs, meta, hcache)[0], bar,
+                self.steps.candidates_per_cluster)
             sims_b = self._verify(conn, docs, sigs, sig_row, ci[:0], cd[:0], bp, meta, hcache)[1]
         else:
             sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
@@ -301,7 +302,8 @@ class Planning(IndexAttrs):
                     ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
                     closest[i] = (ident, float(sims_all[p_]), "near")
         if budgeted:  # the pairs stored: a budget per document, and a forest that keeps the clusters
-            ka, kb = budget.kept_pairs(n, ci, cd, sims_a, bp, sims_b, ae, arch_exact, be, batch_exact, meta)
+            ka, kb = budget.kept_pairs(n, ci, cd, sims_a, bp, sims_b, ae, arch_exact, be, batch_exact, meta,
+                                       self.steps.pairs_per_document)
             ci_s, cd_s, sa_s, bp_s, sb_s = ci[ka], cd[ka], sims_a[ka], bp[kb], sims_b[kb]
         else:
             ci_s, cd_s, sa_s, bp_s, sb_s = ci, cd, sims_a, bp, sims_b
@@ -437,7 +439,7 @@ class Planning(IndexAttrs):
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
-        batch_need, bl, al, allp = (pair_rows_few if len(docs) <= plan_steps.SMALL_PLAN else pair_rows)(ci, cd, bp)
+        batch_need, bl, al, allp = (pair_rows_few if len(docs) <= self.steps.small_plan else pair_rows)(ci, cd, bp)
         na = len(ci)
         if self.config.settings.verify == "exact":
             hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)

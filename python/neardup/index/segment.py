@@ -101,16 +101,12 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-#: with ``paced=True`` (background folds) the file is written in pieces of this many bytes, each
-#: fdatasynced before the next. Written whole, a merged segment of 220 MB went to the disk in one
-#: burst at the final fsync, and every commit's WAL sync waited behind it (365 ms, measured in
-#: the service at 200 requests/s); paced, a WAL sync waits for at most one piece
-PACE_BYTES = 1 << 20
 
 
-def write_segment(path: str, p: Postings, paced: bool = False) -> tuple[int, int]:
+def write_segment(path: str, p: Postings, pace: int | None = None) -> tuple[int, int]:
     """Write `p` to `path` atomically (temporary name, fsync, rename, fsync of the directory).
-    `paced`: in PACE_BYTES pieces, each synced (off the requests' path: slower, no burst).
+    `pace`: in pieces of this many bytes, each synced (background folds, off the requests' path:
+    slower, no burst; ``Steps.pace_bytes``); None: at once.
     Returns (size in bytes, CRC-32)."""
     arrays: list[tuple[str, np.ndarray]] = [("exact_keys", p.exact[0]), ("exact_docs", p.exact[1])]
     for j, (k, d) in enumerate(p.bands):
@@ -137,13 +133,13 @@ def write_segment(path: str, p: Postings, paced: bool = False) -> tuple[int, int
         def put(b) -> None:
             nonlocal crc, pos, synced
             mv = memoryview(b).cast("B")
-            step = PACE_BYTES if paced else max(1, len(mv))
+            step = pace if pace else max(1, len(mv))
             for i in range(0, len(mv), step):
                 piece = mv[i : i + step]
                 f.write(piece)
                 crc = zlib.crc32(piece, crc)
                 pos += len(piece)
-                if paced and pos - synced >= PACE_BYTES:
+                if pace and pos - synced >= pace:
                     f.flush()
                     os.fdatasync(f.fileno())
                     synced = pos

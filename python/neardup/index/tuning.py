@@ -61,3 +61,37 @@ class Tuning:
         d = json.loads(s)
         kw: dict[str, Any] = {k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__}
         return Tuning(**kw)
+
+
+@dataclass(frozen=True)
+class Steps:
+    """How much the index reads, plans, verifies or writes at a time. Like :class:`Tuning` they
+    change speed and memory, never results; unlike it they are not stored: a process passes
+    them to ``Index.open`` / ``Index.create`` (``steps=Steps(...)``), and tests make them small
+    to reach the paths between steps."""
+
+    #: documents read and checked before they are handed to the signer (intake.py)
+    sign_chunk: int = 16_384
+    #: a plan of at most this many documents takes the steps for a few (plan_steps.py: lists
+    #: and dicts instead of array sorts; the same results); 0: never
+    small_plan: int = 16
+    #: a new document keeps its this-many most similar pairs, plus a spanning forest (budget.py)
+    pairs_per_document: int = 32
+    #: archive candidates in one cluster verified per round (budget.py)
+    candidates_per_cluster: int = 32
+    #: a background fold writes its segment in pieces of this many bytes, each fdatasynced before
+    #: the next (segment.py). Written whole, a merged segment of 220 MB went to the disk in one
+    #: burst at the final fsync, and every commit's WAL sync waited behind it (365 ms, measured
+    #: in the service at 200 requests/s); paced, a WAL sync waits for at most one piece
+    pace_bytes: int = 1 << 20
+    #: bytes cut from a retired segment at a time, and the seconds between cuts (fold.py)
+    retire_step: int = 1 << 20
+    retire_pause: float = 0.02
+
+    def __post_init__(self) -> None:
+        for k, v in asdict(self).items():
+            if k == "retire_pause":
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+                    raise InvalidParameterError(f"retire_pause must be a number >= 0, got {v!r}")
+            elif isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "small_plan" else 1):
+                raise InvalidParameterError(f"{k} must be a whole number ({'>= 0' if k == 'small_plan' else '>= 1'}), got {v!r}")
