@@ -31,16 +31,14 @@ def test_blocks_give_the_lines_whatever_the_block_size(tmp_path, monkeypatch, bl
     body = b"\n".join([b"a", b"", b"bb" * 40, b"c\r", b"", b"d" * 300, b"e"]) + tail
     path = tmp_path / "x.jsonl"
     path.write_bytes(body)
-    monkeypatch.setattr(readers, "BLOCK_BYTES", block)
-    assert _lines(JsonlSource(str(path))) == body.split(b"\n")[: -1 if tail else None]
+    assert _lines(JsonlSource(str(path), block_bytes=block)) == body.split(b"\n")[: -1 if tail else None]
 
 
 def test_records_across_blocks_are_parsed_whole(tmp_path, monkeypatch):
     recs = [{"id": str(i), "text": "word " * (i % 50 + 1)} for i in range(300)]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    monkeypatch.setattr(readers, "BLOCK_BYTES", 100)
-    got = list(JsonlSource(str(path)).records())
+    got = list(JsonlSource(str(path), block_bytes=100).records())
     assert [r for _, r in got] == recs and [n for n, _ in got] == list(range(1, 301))
     wanted = np.zeros(302, bool)
     wanted[[1, 150, 300]] = True  # the mask skips the others without parsing them
@@ -51,11 +49,10 @@ def test_jsonl_read_buffer_is_three_blocks_or_three_times_a_smaller_file(tmp_pat
     path = tmp_path / "s.jsonl"
     path.write_bytes(b'{"id": "a", "text": "x"}\n' * 40)  # 1,000 bytes
     assert JsonlSource(str(path)).read_buffer_bytes() == 3 * 1000
-    monkeypatch.setattr(readers, "BLOCK_BYTES", 256)
-    assert JsonlSource(str(path)).read_buffer_bytes() == 3 * 256
+    assert JsonlSource(str(path), block_bytes=256).read_buffer_bytes() == 3 * 256
     gz = tmp_path / "s.jsonl.gz"  # compressed: its size says nothing of the lines', a block is assumed
     gz.write_bytes(gzip.compress(path.read_bytes()))
-    assert JsonlSource(str(gz)).read_buffer_bytes() == 3 * 256
+    assert JsonlSource(str(gz), block_bytes=256).read_buffer_bytes() == 3 * 256
 
 
 def test_parquet_read_buffer_follows_the_widest_row_group(tmp_path):

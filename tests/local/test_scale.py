@@ -3,17 +3,18 @@ memory-mapped file, verification re-reading in planned passes under a memory lim
 path must give exactly the answer of the unlimited in-memory run."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import neardup
 from neardup import _core, synth
 from neardup.errors import InvalidParameterError
-from neardup.io import readers
 from neardup.engines.local import memory
 from neardup.errors import MemoryLimitError
 from neardup.engines.local.memory import deep_size
-from neardup.stages.options import parse_size
+from neardup.stages.options import BatchSteps, parse_size
 from neardup.engines.local.reread import _held_peak, plan_passes
 from neardup.engines.local.store import RowStore
 from nd_helpers import read_jsonl
@@ -36,13 +37,13 @@ def accounting_only(monkeypatch):
     0), so that a limit of a few hundred KB drives a small corpus down every
     spill path; the real resident set is checked in a child process (test_memory_strict).
     JSONL is read in blocks of 4 KB (lines span blocks), so that the reader's buffer, which
-    the re-reads count, is small too."""
+    the re-reads count, is small too: the fixture is ``neardup.dedup`` with those steps."""
     monkeypatch.setattr(memory, "current_rss", lambda: 0)
-    monkeypatch.setattr(readers, "BLOCK_BYTES", 4096)
+    return functools.partial(neardup.dedup, steps=BatchSteps(read_block_bytes=4096))
 
 
 def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, accounting_only):
-    free = neardup.dedup(corpus, tmp_path / "free", batch_size=256)
+    free = accounting_only(corpus, tmp_path / "free", batch_size=256)
     mem = free.report["memory"]
     assert mem["rows_spilled_to_disk"] is False and mem["verify_reread"]["passes"] == 1
     assert mem["kept_rows"] == "band keys" and mem["row_bytes"] == 8 * free.report["lsh"]["bands"]
@@ -50,7 +51,7 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
     spill_dir.mkdir()
     # collect=False: the answer is read back from the files (a collected result's Python objects
     # would need more than 450K on their own: test_collected_results_count_against_the_limit)
-    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir),
+    tight = accounting_only(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir),
                           collect=False)
     tm = tight.report["memory"]
     assert tm["limit_bytes"] == 450 * 1024
@@ -68,15 +69,15 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
 
 @pytest.mark.parametrize("kw", [dict(verify="estimate"), dict(method="simhash"), dict(measure="containment")])
 def test_other_modes_spill_the_same(corpus, tmp_path, kw, accounting_only):
-    free = neardup.dedup(corpus, tmp_path / "free", batch_size=300, **kw)
+    free = accounting_only(corpus, tmp_path / "free", batch_size=300, **kw)
     # a run under a loose limit reports the least it needs with its rows spilled; between that
     # and that plus the rows, the rows must spill. The results go to files (collect=False), so
     # that the least is the pipeline's, not the Python objects' a collected result would need
-    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G", collect=False, **kw).report["memory"]
+    loose = accounting_only(corpus, None, batch_size=16, memory_limit="1G", collect=False, **kw).report["memory"]
     assert loose["rows_spilled_to_disk"] is False
     rows = loose["row_bytes"] * free.report["signatures"]
     limit = loose["minimum_bytes"] + rows // 2
-    tight = neardup.dedup(corpus, tmp_path / "tight", batch_size=16, memory_limit=limit, collect=False, **kw)
+    tight = accounting_only(corpus, tmp_path / "tight", batch_size=16, memory_limit=limit, collect=False, **kw)
     assert tight.report["memory"]["rows_spilled_to_disk"] is True
     for name in ("clusters.jsonl", "pairs.jsonl", "kept.jsonl"):
         assert read_jsonl(tmp_path / "tight" / name) == read_jsonl(tmp_path / "free" / name)
@@ -86,16 +87,16 @@ def test_other_modes_spill_the_same(corpus, tmp_path, kw, accounting_only):
 def test_collected_results_count_against_the_limit(corpus, tmp_path, accounting_only):
     # collect=True builds the clusters, pairs and kept ids as Python objects after the last
     # stage; the run sizes them first and refuses a limit they would not fit in
-    loose = neardup.dedup(corpus, None, batch_size=16, memory_limit="1G")
+    loose = accounting_only(corpus, None, batch_size=16, memory_limit="1G")
     actual = deep_size(loose.clusters) + deep_size(loose.pairs) + deep_size(loose.kept)
     check = [c for c in loose.report["memory"]["stage_shares"] if c["stage"] == "results"][0]
     assert actual <= check["needed_bytes"] <= 1.5 * actual  # an upper bound, not a wild one
     limit = check["resident_bytes"] + check["needed_bytes"]
-    assert _answer(neardup.dedup(corpus, None, batch_size=16, memory_limit=limit)) == _answer(loose)
+    assert _answer(accounting_only(corpus, None, batch_size=16, memory_limit=limit)) == _answer(loose)
     with pytest.raises(MemoryLimitError, match=r"results stage .* collect=False"):
-        neardup.dedup(corpus, None, batch_size=16, memory_limit=limit - 1)
+        accounting_only(corpus, None, batch_size=16, memory_limit=limit - 1)
     # written to files instead, the same limit is enough
-    files = neardup.dedup(corpus, tmp_path / "out", batch_size=16, memory_limit=limit - 1, collect=False)
+    files = accounting_only(corpus, tmp_path / "out", batch_size=16, memory_limit=limit - 1, collect=False)
     assert (files.clusters, files.pairs, files.kept) == ([], [], [])
     assert read_jsonl(tmp_path / "out" / "kept.jsonl") != []
 
@@ -162,7 +163,7 @@ def test_parse_size():
 
 def test_a_limit_below_the_tables_stops_early_and_says_how_much(corpus, accounting_only):
     with pytest.raises(MemoryLimitError, match=r"too small for this input.*needs at least about") as e:
-        neardup.dedup(corpus, None, memory_limit="100K")
+        accounting_only(corpus, None, memory_limit="100K")
     assert "bytes per document" in str(e.value)
     assert isinstance(e.value, InvalidParameterError)  # a usage error: exit code 2 from the CLI
 
@@ -204,13 +205,9 @@ def test_collect_false_writes_the_same_files_and_returns_no_rows(corpus, tmp_pat
     assert read_jsonl(tmp_path / "a" / "clusters.jsonl") == full.clusters
 
 
-def test_rows_are_built_in_chunks(corpus, monkeypatch):
-    import sys
-
-    run = sys.modules["neardup.engines.local.run"]  # the module (the package re-exports a function `run`)
+def test_rows_are_built_in_chunks(corpus):
     whole = neardup.dedup(corpus, None)
-    monkeypatch.setattr(run, "ROW_CHUNK", 7)  # many chunks, and clusters straddling none
-    chunked = neardup.dedup(corpus, None)
+    chunked = neardup.dedup(corpus, None, steps=BatchSteps(row_chunk=7))  # many chunks, clusters straddling none
     assert _answer(chunked) == _answer(whole)
 
 

@@ -84,11 +84,9 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
     written before its column became a string is cast by Arrow (12345.0 -> "12345"): Spark
     must hand the writer the same blocks. The writer runs in this process for both engines."""
     from neardup.engines.spark import dedup_spark
-    from neardup.stages import parquet_out
+    from neardup.stages.options import BatchSteps
 
-    monkeypatch.setattr(parquet_out, "BLOCK", block)
-
-    kw = dict(output_format="parquet", prefer_source=["agency"], method=method)
+    kw = dict(output_format="parquet", prefer_source=["agency"], method=method, steps=BatchSteps(parquet_block=block))
     if method == "simhash":
         kw.update(k=3, max_distance=8)
     local = neardup.dedup(inputs, tmp_path / "local", **kw)

@@ -59,11 +59,11 @@ __all__ = [
 ]
 
 
-#: JSONL is read in blocks of this many bytes (decompressed): the lines of a block are handled
-#: with list operations instead of a generator step each. 1 MiB reads as fast as 4 MiB did
+#: JSONL is read in blocks of this many bytes (decompressed) by default: the lines of a block are
+#: handled with list operations instead of a generator step each. 1 MiB reads as fast as 4 MiB
 #: and leaves less behind: freed 4 MiB blocks, taken from the heap once glibc has raised its
-#: mmap threshold past them, stayed resident in pieces (10-30 MB more at the peak of a
-#: 40,000-article run under --memory-limit, varying from run to run; docs/scale.md).
+#: mmap threshold past them, stay resident in pieces (10-30 MB more at the peak of a 40,000-
+#: article run under --memory-limit; docs/scale.md). A batch run's own: BatchSteps.read_block_bytes.
 BLOCK_BYTES = 1 << 20
 #: Parquet records are read this many rows at a time.
 PARQUET_BATCH_ROWS = 8192
@@ -342,9 +342,10 @@ class Source:
 class JsonlSource(Source):
     format = "jsonl"
 
-    def __init__(self, path: str, display: str | None = None) -> None:
+    def __init__(self, path: str, display: str | None = None, block_bytes: int = BLOCK_BYTES) -> None:
         self.path = path
         self.name = display or path
+        self.block_bytes = block_bytes  # read this many (decompressed) bytes at a time
         self.bytes_read = 0  # (decompressed) bytes handed out by blocks() so far: progress
 
     def size_bytes(self) -> int | None:
@@ -358,17 +359,17 @@ class JsonlSource(Source):
         # block's lines, which the consumer holds until it is handed the new ones (a plain
         # file smaller than a block is one block of its size)
         size = self.size_bytes()
-        return 3 * (BLOCK_BYTES if size is None else min(BLOCK_BYTES, size))
+        return 3 * (self.block_bytes if size is None else min(self.block_bytes, size))
 
     def blocks(self) -> Iterator[tuple[int, list[bytes]]]:
-        """(number of the first line, lines) for blocks of about :data:`BLOCK_BYTES`."""
+        """(number of the first line, lines) for blocks of about ``block_bytes``."""
         f = _open_binary(self.path)
         recno = 1
         try:
             rest = b""
             first = True
             while True:
-                block = f.read(BLOCK_BYTES)
+                block = f.read(self.block_bytes)
                 if not block:
                     break
                 self.bytes_read += len(block)
@@ -679,9 +680,9 @@ def _unwritable_key(obj, where: str = "") -> tuple[str | None, Any] | None:
 class _StdinSource(JsonlSource):
     """Stdin JSONL, spooled to a temporary file so it can be read more than once."""
 
-    def __init__(self, stream: IO[bytes] | None = None) -> None:
+    def __init__(self, stream: IO[bytes] | None = None, block_bytes: int = BLOCK_BYTES) -> None:
         tmp = _spool(stream or sys.stdin.buffer, ".jsonl", "-")
-        super().__init__(tmp, display="-")
+        super().__init__(tmp, display="-", block_bytes=block_bytes)
         self.spool = tmp
 
 
@@ -699,7 +700,7 @@ def _spool(stream: IO[bytes], suffix: str, name: str) -> str:
     return tmp
 
 
-def _spooled(path: str) -> Source:
+def _spooled(path: str, block_bytes: int = BLOCK_BYTES) -> Source:
     """An input that is not a regular file (a pipe: ``<(zcat day.gz)``, a FIFO, /dev/stdin)
     can be read only once, and the run reads its inputs again (the candidates' texts, the
     kept records): copied to a temporary file first, as "-" is. Read once, it had given an
@@ -709,19 +710,19 @@ def _spooled(path: str) -> Source:
             tmp = _spool(f, "".join(Path(path).suffixes[-2:]) or ".jsonl", path)
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    src = _source_for(tmp, format_of(path))
+    src = _source_for(tmp, format_of(path), block_bytes)
     src.name = path
     src.spool = tmp
     return src
 
 
-def _source_for(path: str, fmt: str) -> Source:
+def _source_for(path: str, fmt: str, block_bytes: int = BLOCK_BYTES) -> Source:
     """The reader of a file of format `fmt` (:func:`format_of`)."""
     if fmt == "parquet":
         return ParquetSource(path)
     if fmt == "csv":
         return CsvSource(path)
-    return JsonlSource(path)
+    return JsonlSource(path, block_bytes=block_bytes)
 
 
 def read_buffer_bytes(sources: list[Source]) -> int:
@@ -730,10 +731,11 @@ def read_buffer_bytes(sources: list[Source]) -> int:
     return max((s.read_buffer_bytes() for s in sources), default=0)
 
 
-def open_sources(inputs: Any) -> list[Source]:
+def open_sources(inputs: Any, block_bytes: int = BLOCK_BYTES) -> list[Source]:
     """Turn what the user passed (paths, ``"-"``, a list of dicts) into sources. A path may
     be a str, bytes (a file name that is not UTF-8, as os.listdir(b".") gives it) or an
-    os.PathLike, as the standard library takes them; bytes are decoded with os.fsdecode."""
+    os.PathLike, as the standard library takes them; bytes are decoded with os.fsdecode.
+    `block_bytes`: JSONL is read this many (decompressed) bytes at a time."""
     if isinstance(inputs, (str, bytes, os.PathLike)):  # (bytes iterated were taken for numbers)
         inputs = [inputs]
     if isinstance(inputs, Mapping):  # (iterated, its keys were taken for file names)
@@ -758,7 +760,7 @@ def open_sources(inputs: Any) -> list[Source]:
         except TypeError as exc:  # an os.PathLike whose __fspath__ gives neither
             raise InputTypeError(f"inputs[{i}]: {exc}") from None
         if path == "-":
-            sources.append(_StdinSource())
+            sources.append(_StdinSource(block_bytes=block_bytes))
             continue
         p = Path(path)
         if not p.exists():
@@ -767,5 +769,5 @@ def open_sources(inputs: Any) -> list[Source]:
             raise InputFileError(f"{path}: is a directory, not a file")
         if not os.access(path, os.R_OK):
             raise InputFileError(f"{path}: permission denied")
-        sources.append(_source_for(path, format_of(path)) if p.is_file() else _spooled(path))
+        sources.append(_source_for(path, format_of(path), block_bytes) if p.is_file() else _spooled(path, block_bytes))
     return sources

@@ -93,7 +93,8 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
         if opts.output_format == "parquet":
             # (with no kept record the file still has the inputs' columns: empty_kept_schema)
             empty = None if kept_mask.any() else _empty_schema(sources, opts.fields)
-            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id, empty)
+            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id, empty,
+                                opts.steps.parquet_block)
         else:
             with atomic_open(path, "wb") as f:
                 if all(isinstance(s, JsonlSource) for s in sources):
@@ -227,7 +228,7 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
 
 
 def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar, id_field: str | None = None,
-                        empty=None) -> None:
+                        empty=None, block: int | None = None) -> None:
     """The kept records as Parquet: a column per field of any record (types that disagree
     between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
     Spark engine calls too. `empty`: the schema when no record is kept."""
@@ -237,7 +238,7 @@ def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, 
         for obj, alts in _kept_records(sources, docs, kept_mask, alternates, bar):
             yield (json.loads(obj) if isinstance(obj, bytes) else obj), alts
 
-    write_kept(path, records(), id_field, empty)
+    write_kept(path, records(), id_field, empty, *([block] if block else []))
 
 
 def _empty_schema(sources, fields):

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neardup.errors import InvalidParameterError
+from neardup.io.readers import BLOCK_BYTES
 from neardup.io.records import Fields, Limits
 from neardup.settings import Settings, _is_int
 
-__all__ = ["DedupOptions", "parse_size", "LARGE_BUCKET", "ON_ERROR", "FORMATS"]
+__all__ = ["BatchSteps", "DedupOptions", "parse_size", "LARGE_BUCKET", "ON_ERROR", "FORMATS"]
 
 ON_ERROR = ("stop", "skip")
 FORMATS = ("jsonl", "parquet")
@@ -22,6 +23,25 @@ FIELD_KWARGS = {"id_field": "id", "text_field": "text", "title_field": "title", 
                 "source_field": "source"}
 #: Default of ``large_bucket``: buckets above this many documents are not listed pair by pair.
 LARGE_BUCKET = 100
+
+
+@dataclass(frozen=True)
+class BatchSteps:
+    """How much a batch run reads, turns into rows or writes at a time: speed and memory, never
+    results. Tests make them small to reach the paths between steps."""
+
+    #: JSONL is read this many (decompressed) bytes at a time (io/readers.py BLOCK_BYTES: 1 MiB)
+    read_block_bytes: int = BLOCK_BYTES
+    #: clusters or pairs turned into output rows at a time (their ids fetched in one call)
+    row_chunk: int = 65_536
+    #: kept records per Parquet block (stages/parquet_out.py; both engines write the same file)
+    parquet_block: int = 8192
+
+    def __post_init__(self) -> None:
+        for name in ("read_block_bytes", "row_chunk", "parquet_block"):
+            v = getattr(self, name)
+            if not _is_int(v) or v < 1:
+                raise InvalidParameterError(f"{name} must be a positive integer, got {v!r}")
 
 
 @dataclass
@@ -49,6 +69,7 @@ class DedupOptions:
     # Return clusters, pairs and kept ids in the result (False: only write them to the output
     # directory, so a run over millions of documents does not hold them all as Python rows).
     collect: bool = True
+    steps: BatchSteps = field(default_factory=BatchSteps)
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> DedupOptions:
@@ -73,6 +94,8 @@ class DedupOptions:
 
         if not isinstance(self.settings, Settings):
             bad(f"settings must be a neardup.Settings, got {type(self.settings).__name__}")
+        if not isinstance(self.steps, BatchSteps):
+            bad(f"steps must be a BatchSteps, got {type(self.steps).__name__}")
         if not _is_int(self.batch_size):
             bad(f"batch_size must be an integer, got {self.batch_size!r}")
         if self.threads is not None and not _is_int(self.threads):

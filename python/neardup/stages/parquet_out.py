@@ -37,21 +37,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from neardup.io.writers import json_default
+from neardup.stages.options import BatchSteps
 
 __all__ = ["BLOCK", "ParquetRecords", "block_bytes", "warm_up", "empty_kept_schema", "table_of", "write_kept", "written_type"]
 
-#: Records per block handed to :class:`ParquetRecords` by :func:`write_kept`.
-BLOCK = 8192
+#: Records per block handed to :class:`ParquetRecords` by :func:`write_kept` (by default).
+BLOCK = BatchSteps().parquet_block
 
 
-def block_bytes(mean_record_bytes: float) -> int:
-    """An estimate of the memory of writing one block of ``BLOCK`` kept records to Parquet:
+def block_bytes(mean_record_bytes: float, block: int = BLOCK) -> int:
+    """An estimate of the memory of writing one block of `block` kept records to Parquet:
     the records as Python dicts, their Arrow table and its encoded row group. Measured
     (peak over the baseline, after :func:`warm_up`) on synthetic JSONL records of 8 fields:
     40 MiB a block at 311 bytes a record, 78 MiB at 1,769, i.e. about 4 KiB a record plus 3.3
     times its bytes; rounded up. A block cannot be made smaller under a limit: the column
     types are inferred a block at a time, the same blocks in both engines (module docstring)."""
-    return int(BLOCK * (4096 + 3.5 * max(0.0, mean_record_bytes)))
+    return int(block * (4096 + 3.5 * max(0.0, mean_record_bytes)))
 
 
 def warm_up() -> None:
@@ -253,12 +254,12 @@ def _typed_alternates(id_field: str | None):
     return fix
 
 
-def write_kept(path: str, records, id_field: str | None = None, empty=None) -> None:
+def write_kept(path: str, records, id_field: str | None = None, empty=None, block: int = BLOCK) -> None:
     """The kept records as one Parquet file at `path`, atomically (a temporary file renamed
     over it, fsynced). `records` yields ``(record, alternates)`` in input order: each record
     (a dict, changed in place) gets ``"alternates"``, the ids as the input gave them (a list
     of int64 when they are integers, as the ``id`` column; of strings when any is not; a field
-    of that name keeps its place) and goes to :class:`ParquetRecords` in blocks of ``BLOCK``. The local and the
+    of that name keeps its place) and goes to :class:`ParquetRecords` in blocks of `block` records (``BatchSteps.parquet_block``). The local and the
     Spark engine both write kept.parquet here. `id_field`: the records' id field, which types
     the alternates of a block that has none (:func:`_typed_alternates`). `empty`: the file's
     schema when there is no kept record at all (:func:`empty_kept_schema`), or a function
@@ -272,7 +273,7 @@ def write_kept(path: str, records, id_field: str | None = None, empty=None) -> N
             for obj, alts in records:
                 obj["alternates"] = list(alts)  # the ids as given: integers stay integers
                 rows.append(obj)
-                if len(rows) >= BLOCK:
+                if len(rows) >= block:
                     out.write(rows)
                     rows.clear()
             out.write(rows)

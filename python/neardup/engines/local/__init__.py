@@ -8,7 +8,7 @@ from typing import Any
 
 from neardup.io.records import Fields
 from neardup.settings import DEFAULT_MAX_CHARS, DEFAULT_SCHEME, Settings
-from neardup.stages.options import LARGE_BUCKET, DedupOptions
+from neardup.stages.options import LARGE_BUCKET, BatchSteps, DedupOptions
 from neardup.stages.outputs import DedupResult
 from neardup.engines.local.run import run
 
@@ -48,6 +48,7 @@ def dedup(
     tmp_dir: str | None = None,
     collect: bool = True,
     large_bucket: int | None = LARGE_BUCKET,
+    steps: BatchSteps | None = None,
 ) -> DedupResult:
     """Find near-duplicate documents, cluster them and keep one per cluster.
 
@@ -59,7 +60,9 @@ def dedup(
     (bytes or ``"16G"``) and ``tmp_dir`` bound memory on large corpora (docs/scale.md);
     ``collect=False`` (with ``out``) writes the rows without also returning them as lists;
     ``large_bucket``: LSH buckets of more documents are verified by a per-bucket union-find
-    (the same clusters; only spanning edges in ``pairs``), ``None`` lists every pair.
+    (the same clusters; only spanning edges in ``pairs``), ``None`` lists every pair;
+    ``steps`` (:class:`~neardup.stages.options.BatchSteps`): how much is read, turned into rows
+    or written at a time (speed and memory, never results).
     Raises :class:`neardup.io.RecordError` for a bad record (unless ``on_error="skip"``),
     :class:`neardup.io.InputFileError`, :class:`neardup.io.OutputError`,
     :class:`neardup.InvalidParameterError`.
@@ -76,6 +79,6 @@ def dedup(
                       source=source_field or None),
         on_error=on_error, output_format=output_format, batch_size=batch_size, threads=threads,
         progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
-        large_bucket=large_bucket,
+        large_bucket=large_bucket, steps=steps or BatchSteps(),
     )
     return run(inputs, out, opts)

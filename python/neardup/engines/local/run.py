@@ -66,8 +66,6 @@ from neardup.stages.report import package_version
 __all__ = ["run", "MAX_SKIPPED_LISTED"]
 
 MAX_SKIPPED_LISTED = 1000
-#: Clusters or pairs turned into rows at a time (their ids fetched in one call).
-ROW_CHUNK = 65536
 
 
 def _progress(enabled: bool, desc: str, total: int | None = None, unit: str = "doc"):
@@ -87,7 +85,7 @@ def run(inputs: Any, out: str | bytes | os.PathLike | None, opts: DedupOptions) 
     t_start = time.perf_counter()
     log = StageLog()
     check_tmp_dir(opts.tmp_dir)  # (before stdin is spooled)
-    sources = open_sources(inputs)
+    sources = open_sources(inputs, opts.steps.read_block_bytes)
     try:
         if out is not None:
             refuse_input_outputs(sources, out, opts.output_format)
@@ -181,7 +179,7 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
             return 0
         from neardup.stages.parquet_out import block_bytes  # (pyarrow: imported only for Parquet)
 
-        return block_bytes(mean_record_bytes(total_bytes, len(docs) * scale))
+        return block_bytes(mean_record_bytes(total_bytes, len(docs) * scale), opts.steps.parquet_block)
 
     def batch_work(batch_docs: int) -> int:
         # the batches in flight besides their texts: their lists of document numbers (an int
@@ -207,10 +205,9 @@ def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start:
         id_bytes = sum(len(x.encode()) for x in sample) / max(1, len(sample)) * len(docs)
         return int(linear) + id_table_bytes(ids, len(docs), final, id_bytes) + fs, fs
 
-    from neardup.io import readers  # (BLOCK_BYTES read when the run starts: tests make it small)
 
     guard = FirstPassGuard(mem, tables, exact_map, total_bytes, later, count=lambda: len(docs), work=batch_work,
-                           tables_at=tables_at, lead_bytes=readers.BLOCK_BYTES)
+                           tables_at=tables_at, lead_bytes=opts.steps.read_block_bytes)
     rows_fit = guard.rows_fit if mem.limited else None
     if opts.settings.method == "minhash":
         band_rows = opts.settings.band_shape()
@@ -548,8 +545,8 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
 
     def cluster_rows():
         # built a chunk of clusters at a time, so a large run need not hold them all
-        for lo in range(0, len(starts), ROW_CHUNK):
-            hi = min(lo + ROW_CHUNK, len(starts))
+        for lo in range(0, len(starts), opts.steps.row_chunk):
+            hi = min(lo + opts.steps.row_chunk, len(starts))
             starts_l, ends_l = starts[lo:hi].tolist(), ends[lo:hi].tolist()
             base = starts_l[0]
             ids_c = docs.ids_of(ordered[base : ends_l[-1]])
@@ -563,15 +560,15 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
                 yield {"cluster": ci, "keeper": ids_c[s0 - base], "size": e0 - s0, "members": mem_rows}
 
     def pair_rows():
-        for lo in range(0, len(exact_dups), ROW_CHUNK):
-            ea = docs.ids_of(rep_of[exact_dups[lo : lo + ROW_CHUNK]])
-            eb = docs.ids_of(exact_dups[lo : lo + ROW_CHUNK])
+        for lo in range(0, len(exact_dups), opts.steps.row_chunk):
+            ea = docs.ids_of(rep_of[exact_dups[lo : lo + opts.steps.row_chunk]])
+            eb = docs.ids_of(exact_dups[lo : lo + opts.steps.row_chunk])
             for x, y in zip(ea, eb):
                 yield {"a": x, "b": y, "similarity": 1.0, "match": "exact"}
-        for lo in range(0, len(near), ROW_CHUNK):
-            chunk = near[lo : lo + ROW_CHUNK]
+        for lo in range(0, len(near), opts.steps.row_chunk):
+            chunk = near[lo : lo + opts.steps.row_chunk]
             na, nb = docs.ids_of(chunk[:, 0]), docs.ids_of(chunk[:, 1])
-            for x, y, sim in zip(na, nb, near_sims[lo : lo + ROW_CHUNK].tolist()):
+            for x, y, sim in zip(na, nb, near_sims[lo : lo + opts.steps.row_chunk].tolist()):
                 yield {"a": x, "b": y, "similarity": round(sim, 6), "match": "near"}
 
     kept_mask = np.ones(n, dtype=bool)
@@ -627,11 +624,11 @@ def _run_stored(sources, out, opts, log, t_start, fields, limits, mem, docs, per
         return result
     stale = stale_outputs(os.fspath(out), opts.output_format, sources)  # (before report.json is replaced)
     if mem.limited and opts.output_format == "parquet":  # (the first pass kept room for it: `later`)
-        from neardup.stages.parquet_out import BLOCK as PARQUET_BLOCK, block_bytes
+        from neardup.stages.parquet_out import block_bytes
 
         in_sizes = [s.size_bytes() for s in sources]
         mean = mean_record_bytes(sum(in_sizes) if all(x is not None for x in in_sizes) else None, n)
-        mem.share("write", 0, block_bytes(mean), f"a block of {PARQUET_BLOCK:,} kept records as Python objects, "
+        mem.share("write", 0, block_bytes(mean, opts.steps.parquet_block), f"a block of {opts.steps.parquet_block:,} kept records as Python objects, "
                   f"their Arrow table and its row group (about {mean:,.0f} bytes a record)")
     # the output files as one set (writers.staged): renamed into place together once all are
     # written; a failure on the way (a full disk, Ctrl-C) leaves the previous run's set as it was

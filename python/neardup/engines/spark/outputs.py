@@ -167,7 +167,7 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
     path = os.path.join(outdir, name)
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, drop, alts, opts.fields.id, fields=opts.fields)
+        _write_kept_parquet(path, sources, drop, alts, opts.fields.id, fields=opts.fields, block=opts.steps.parquet_block)
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
@@ -211,7 +211,8 @@ def _ids_as_given(alts: list | None, ints: list | None) -> list:
     return [int(x) if i else x for x, i in zip(alts, ints)]
 
 
-def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None, fields=None) -> None:
+def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None, fields=None,
+                        block: int | None = None) -> None:
     """``path``/part-00000.parquet: the kept records of every source, in input order, through
     the local engine's writer (module docstring). The directory is the Spark engine's layout
     for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
@@ -247,7 +248,7 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
         os.unlink(path)
     os.makedirs(path)
     empty = None if fields is None else (lambda: _empty_schema(sources, fields))
-    write_kept(os.path.join(path, "part-00000.parquet"), records(), id_field, empty)
+    write_kept(os.path.join(path, "part-00000.parquet"), records(), id_field, empty, *([block] if block else []))
     open(os.path.join(path, "_SUCCESS"), "wb").close()
 
 
