@@ -79,7 +79,7 @@ def test_csv_bad_records_stop_and_skip_like_the_local_engine(spark, docs, tmp_pa
 ])
 def test_csv_reader_errors_like_the_local_engine(spark, tmp_path, body, error, words):
     from neardup.engines.spark import dedup_spark
-    from neardup.io import errors
+    from neardup import errors
 
     path = tmp_path / "in.csv"
     path.write_text(body)
