@@ -77,6 +77,7 @@ async def health(request: Request):
         w["answering"] = True
         st.progress.clear()
         return out
+    assert since is not None  # (None only for a ping answered meanwhile: WriterProcess.ping)
     now = time.time()
     out["uptime_seconds"] = round(now - started, 3)
     w.update(answering=False, not_answering_since=round(since, 3),
