@@ -534,7 +534,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             if r["text"][0] is None:
                 raise IndexCorruptError(f"the text of {r['id']!r} is not stored")
             by_file.setdefault(r["text"][0], []).append(d)
-        out = {}
+        out: dict[int, str] = {}
         for f, ds in by_file.items():  # one bulk read per text file (there is usually one)
             crcs = [rows[d]["text"][3] for d in ds]
             try:
@@ -548,7 +548,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 if not found:
                     self._raise_if_removed(conn, ds, rows)
                     raise
-                texts = [found[d] if d in found else self._texts.read(names[f], *rows[d]["text"][1:4], repr(rows[d]["id"]))
+                texts = [found[d] if d in found else self._texts.read(
+                             names[f], rows[d]["text"][1], rows[d]["text"][2], rows[d]["text"][3], repr(rows[d]["id"]))
                          for d in ds]
             out.update(zip(ds, texts))
         return out
@@ -850,7 +851,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 self._wlock.release()
         return set(self._present(self._conn(), keys))
 
-    def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> list[Verdict]:
+    def query(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> Verdicts:
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
         if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
             inputs = [{"id": "query", "text": inputs}]
@@ -862,7 +863,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         docs, extras = self._checked(inputs, fields, max_chars)
         return self.add_checked(docs, extras, dry_run=True, ids_checked=True)
 
-    def _text_files(self, conn) -> list[tuple[int, str, int]]:
+    def _text_files(self, conn: sqlite3.Connection) -> list[tuple[int, str, int]]:
         """The rows of text_files (file, name, committed) by file number; read once per add (the
         add's own commit is the only writer of them while it holds the writer lock)."""
         if self._meta_memo is not None and conn is self._wconn:

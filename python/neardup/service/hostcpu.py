@@ -63,6 +63,8 @@ def process_cpu(pid: int | None, tid: int | None = None) -> float | None:
     """A process's CPU time so far (user + system, seconds: /proc/PID/stat), or with `tid` one
     of its threads' (the writer thread of ``--writer thread``); None where it cannot be read."""
     fields = _stat_fields(pid, tid)
+    if fields is None:
+        return None
     try:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (IndexError, TypeError, ValueError):

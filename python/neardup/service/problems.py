@@ -6,12 +6,13 @@ article refused), and for a writer's state (:func:`writer_error`)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import HTTPExceptionHandler
 
 from neardup.errors import (
     IndexCorruptError,
@@ -31,7 +32,7 @@ def err(status: int, code: str, message: str, details: Any = None) -> JSONRespon
                         content={"error": {"status": status, "code": code, "message": message, "details": details}})
 
 
-def _problem(e: dict) -> str:
+def _problem(e: dict) -> str | None:
     """A validation error's message; NOT_BLANK's regular expression is said in words."""
     if e.get("type") == "string_pattern_mismatch":
         if (e.get("ctx") or {}).get("pattern") == CLUSTER_NUMBER:
@@ -52,7 +53,7 @@ def _field_loc(loc: tuple) -> tuple:
     return loc[:-1] if len(loc) > 1 and loc[-1] in _UNION_TAGS and loc[-2] in _UNION_PROBLEMS else loc
 
 
-def _union_problem(e: dict) -> str:
+def _union_problem(e: dict) -> str | None:
     loc = e.get("loc", ())
     if len(loc) > 1 and loc[-1] in _UNION_TAGS and loc[-2] in _UNION_PROBLEMS:
         if e.get("type") == "string_pattern_mismatch":
@@ -233,6 +234,8 @@ async def on_any(request: Request, exc: Exception):  # pragma: no cover - a bug
 
 def install(app: FastAPI) -> None:
     """The app's exception handlers: each error answered as an error body."""
-    app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(StarletteHTTPException, on_http)
+    # (Starlette types a handler as taking any Exception; each of these is registered for, and
+    # called with, its own exception class only)
+    app.add_exception_handler(RequestValidationError, cast(HTTPExceptionHandler, on_validation))
+    app.add_exception_handler(StarletteHTTPException, cast(HTTPExceptionHandler, on_http))
     app.add_exception_handler(Exception, on_any)

@@ -6,7 +6,9 @@ import re
 from typing import Any, Callable
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from starlette.convertors import Convertor, register_url_convertor
+from starlette.routing import Mount, Route, WebSocketRoute
 
 __all__ = ["Routes", "add_head_routes", "anchor_routes"]
 
@@ -67,8 +69,11 @@ def anchor_routes(app: FastAPI) -> None:
     also matches before a final newline: "/v1/stats%0A" was /v1/stats, "POST /v1/documents%0A"
     an add, "GET /v1/documents/x%0A" the document "x" (not "x\\n")."""
     for route in app.router.routes:
-        rx = getattr(route, "path_regex", None)
-        if rx is not None and rx.pattern.endswith("$") and not rx.pattern.endswith("\\$"):
+        # (the routes that match a path: Starlette's Host matches the host, not the path)
+        if not isinstance(route, (Route, WebSocketRoute, Mount)):
+            continue
+        rx = route.path_regex
+        if rx.pattern.endswith("$") and not rx.pattern.endswith("\\$"):
             route.path_regex = re.compile(rx.pattern[:-1] + r"\Z", rx.flags)
 
 
@@ -76,7 +81,10 @@ def add_head_routes(app: FastAPI) -> None:
     """HEAD wherever GET is (monitoring checks use it), outside the schema: the same answer's
     headers (the server sends no body)."""
     for route in list(app.routes):
-        if "GET" in (getattr(route, "methods", None) or ()) and not route.path.startswith(("/docs", "/redoc",
-                                                                                          "/openapi")):
+        # (the routes with methods: Starlette's Route, FastAPI's APIRoute)
+        if not isinstance(route, Route):
+            continue
+        if "GET" in (route.methods or ()) and not route.path.startswith(("/docs", "/redoc", "/openapi")):
+            assert isinstance(route, APIRoute)  # (every GET route outside the docs' is the app's own)
             app.add_api_route(route.path, route.endpoint, methods=["HEAD"], include_in_schema=False,
                               response_model=route.response_model, response_class=route.response_class)

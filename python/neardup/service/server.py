@@ -8,7 +8,7 @@ from neardup.errors import InvalidParameterError, ListenError
 from neardup.index import Index
 from neardup.service.config import FD_WANTED, ServiceConfig
 from neardup.service.worker import WriterProcess
-from neardup.service.writer import open_writer, quiet_gc
+from neardup.service.writer import GroupWriter, open_writer, quiet_gc
 
 __all__ = ["FD_MARGIN", "connection_limit", "raise_fd_limit", "serve"]
 
@@ -50,6 +50,7 @@ def _run(directory: str, config: ServiceConfig) -> int:
     if c.init and not os.path.exists(os.path.join(directory, "index.sqlite")):
         Index.create(directory).close()
     open_kw = c.open_kw()
+    writes: WriterProcess | GroupWriter
     try:
         if c.writer == "process":
             # it takes the writer lock (a clear error if another process holds it) and loads the index
@@ -87,9 +88,12 @@ def _run(directory: str, config: ServiceConfig) -> int:
     try:
         # a request still waiting `shutdown_timeout` s into a shutdown is cut off (503: the index
         # stays consistent); past `limit` open connections a request gets uvicorn's 503 at once
-        config = uvicorn.Config(app, host=c.host, port=c.port, log_level=c.log_level, access_log=False,
-                                timeout_graceful_shutdown=c.shutdown_timeout, limit_concurrency=limit)
-        uvicorn.Server(config).run(sockets=[sock])
+        # (uvicorn annotates timeout_graceful_shutdown as int, but only hands it to
+        # asyncio.timeout, which takes fractions of a second: the float is passed as given)
+        uv_config = uvicorn.Config(app, host=c.host, port=c.port, log_level=c.log_level, access_log=False,
+                                   timeout_graceful_shutdown=c.shutdown_timeout,  # type: ignore[arg-type]
+                                   limit_concurrency=limit)
+        uvicorn.Server(uv_config).run(sockets=[sock])
     finally:
         sock.close()
         writes.close()

@@ -26,6 +26,7 @@ answer is bounded (writes.py, ``--write-timeout``: :class:`WriterTimeoutError`).
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import os
 import pickle
@@ -80,8 +81,8 @@ class WriterProcess:
         self.max_chars = max_chars
         self._lock = threading.Lock()  # (re)start and send, one at a time
         self._ids = itertools.count()
-        self._conn = None
-        self._proc = None
+        self._conn: Connection | None = None  # None while no writer process runs
+        self._proc: subprocess.Popen | None = None
         self._waiting: dict[int, Future] = {}  # of the current process
         #: requests made while a new writer process starts (in a thread of its own: the start
         #: opens the index and loads its segments, seconds on a big one, and _call runs on the
@@ -134,12 +135,12 @@ class WriterProcess:
         fut = self._timings = self._call("timings", None)
         return fut
 
-    def ping(self) -> tuple[Future, float] | None:
+    def ping(self) -> tuple[Future, float | None] | None:
         """GET /v1/health: a future that the writer process's main loop answers (between two
         groups), and since when the writer has not answered a ping (the time this one, or the
-        first unanswered one before it, was sent); None while no writer process runs (asking
-        starts none). One ping at a time: while one waits it is given again, so a stopped
-        writer does not collect one per health check."""
+        first unanswered one before it, was sent; None if it was answered meanwhile); None while
+        no writer process runs (asking starts none). One ping at a time: while one waits it is
+        given again, so a stopped writer does not collect one per health check."""
         with self._lock:
             if self._conn is None or self._closing:
                 return None
@@ -191,6 +192,7 @@ class WriterProcess:
         (_Outbox)."""
         rid = next(self._ids)
         self._waiting[rid] = fut
+        assert self._out is not None  # (called with a current process: _install set its outbox)
         try:
             self._out.send((kind, rid, payload))
         except _Full as exc:  # not sent: nothing of it is written
@@ -303,6 +305,7 @@ class WriterProcess:
             if starting is not None:
                 starting.join(START_TIMEOUT)
             if conn is not None:
+                assert proc is not None  # (a process's connection is installed with it: _install)
                 self._stop(conn, proc, out)
         finally:
             with self._lock:  # a later request starts a new writer process, as after a crash
@@ -391,14 +394,15 @@ class _Outbox:
                 self._queue([memoryview(header), memoryview(buf)])
                 return
             # (a small message in one piece, as Connection sends it; a large one without a copy)
-            parts = [header + buf] if n <= 16384 else [header, buf]
+            parts: list[bytes | memoryview] = [header + buf] if n <= 16384 else [header, buf]
             try:
                 sent = self.sock.sendmsg(parts, [], socket.MSG_DONTWAIT)
             except BlockingIOError:
                 sent = 0
             if sent < len(header) + n:
                 rest = []
-                for part in map(memoryview, parts):
+                for piece in parts:
+                    part = memoryview(piece)
                     if sent >= len(part):
                         sent -= len(part)
                     else:
@@ -483,7 +487,8 @@ def serve_writes(conn: Connection) -> None:
             exc = fut.exception()
             if exc is None:
                 res = fut.result()  # verdicts (a lazy sequence: built here, in this process) or a count
-                msg = (rid, True, res if isinstance(res, (int, dict)) else [v.as_dict() for v in res])
+                msg: tuple[int, bool, Any] = (rid, True, res if isinstance(res, (int, dict))
+                                              else [v.as_dict() for v in res])
             else:
                 msg = (rid, False, portable(exc))
         except BaseException as exc:  # noqa: BLE001
@@ -529,7 +534,7 @@ def serve_writes(conn: Connection) -> None:
                 else:  # pragma: no cover - a bug in the front
                     fut = Future()
                     fut.set_exception(InternalError(f"unknown request kind {kind!r}"))
-                fut.add_done_callback(lambda f, rid=rid: answer(rid, f))
+                fut.add_done_callback(functools.partial(answer, rid))
             if group:
                 try:
                     writer.write_group(group)

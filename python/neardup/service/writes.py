@@ -84,9 +84,9 @@ class Deadline:
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
-        self.loop = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.waiting: dict = {}  # wrapping future -> its deadline (loop time), oldest first
-        self.timer = None
+        self.timer: asyncio.TimerHandle | None = None
 
     async def wait(self, af: asyncio.Future, what: str):
         loop = af.get_loop()
@@ -108,6 +108,7 @@ class Deadline:
 
     def _due(self) -> None:
         self.timer = None
+        assert self.loop is not None  # (set by the wait() that set the timer calling this)
         now = self.loop.time()
         while self.waiting:
             af, when = next(iter(self.waiting.items()))

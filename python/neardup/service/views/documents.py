@@ -3,7 +3,7 @@ fast path, fastpost.py, answers with :func:`add` too), GET and DELETE one articl
 from __future__ import annotations
 
 import math
-from typing import Union
+from typing import Any, Union
 
 import orjson
 from fastapi import Query, Request
@@ -71,8 +71,10 @@ def get_document(request: Request, doc_id: str):
     return d
 
 
-@routes.delete("/v1/documents/{doc_id:neardup_id}", responses=ERR, summary="Remove an article (its cluster may split)")
-async def delete_document(request: Request, doc_id: str) -> dict:
+# (response_model: the answer's schema, a dict; an error is its JSONResponse, as is)
+@routes.delete("/v1/documents/{doc_id:neardup_id}", response_model=dict, responses=ERR,
+               summary="Remove an article (its cluster may split)")
+async def delete_document(request: Request, doc_id: str) -> dict | JSONResponse:
     refused = unknown_params(request, ())
     if refused is not None:
         return refused
@@ -94,7 +96,7 @@ async def add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[B
 async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
                   dry_run: bool, deadline: Deadline | None = None) -> Response:
     batch = isinstance(body, BatchIn)
-    docs = body.documents if batch else [body]
+    docs = body.documents if isinstance(body, BatchIn) else [body]
     if len(docs) > max_batch:
         return err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
                    f"{max_batch:,} (neardup serve --max-batch)")
@@ -103,7 +105,7 @@ async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Uni
         problem = document_problem(d)
         if problem is not None:
             return bad_document(batch, i, *problem)
-        r = {"id": d.id, "text": d.text}
+        r: dict[str, Any] = {"id": d.id, "text": d.text}
         if d.title is not None:
             r["title"] = d.title
         if d.published_at is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
@@ -52,9 +53,12 @@ async def health(request: Request):
     writer, started, write_timeout, waiting_ping = st.writer, st.started, st.write_timeout, st.waiting_ping
     # a writer process that died (killed, out of memory) is started again by the next write:
     # the service still answers, but says so ("degraded") until then
-    proc = isinstance(writer, WriterProcess)
-    alive = writer.alive() if proc else True
-    w = {"kind": "process" if proc else "thread", "pid": writer.pid if proc else os.getpid(), "alive": alive}
+    # the writer as the one kind or the other (None: it is of the other kind)
+    proc = writer if isinstance(writer, WriterProcess) else None
+    thread = writer if not isinstance(writer, WriterProcess) else None
+    alive = proc.alive() if proc is not None else True
+    w: dict[str, Any] = {"kind": "process" if proc is not None else "thread",
+                         "pid": proc.pid if proc is not None else os.getpid(), "alive": alive}
     out = {"status": "ok" if alive else "degraded", "uptime_seconds": round(time.time() - started, 3), "writer": w}
     # alive is not enough: a writer process stopped (kill -STOP) or hung is alive, and every
     # write waited for it. Its main loop answers a ping between two groups; no answer within
@@ -73,20 +77,21 @@ async def health(request: Request):
         w["answering"] = True
         st.progress.clear()
         return out
+    assert since is not None  # (None only for a ping answered meanwhile: WriterProcess.ping)
     now = time.time()
     out["uptime_seconds"] = round(now - started, 3)
     w.update(answering=False, not_answering_since=round(since, 3),
              not_answering_seconds=round(now - since, 3), **writer.backlog())
-    state = process_state(writer.pid) if proc else None
+    state = process_state(proc.pid) if proc is not None else None
     if state is not None:
         w["process_state"] = state
     working = None
-    if proc and state not in (None, "stopped", "zombie", "dead"):
-        working = await _working(st.progress, writer.pid)
-    elif not proc and writer.lock_holder is not None:
+    if proc is not None and state not in (None, "stopped", "zombie", "dead"):
+        working = await _working(st.progress, proc.pid)
+    elif thread is not None and thread.lock_holder is not None:
         # the writer thread (or a remove's) holds the lock: its own CPU time, not the
         # process's, which the front's requests make grow too
-        working = await _working(st.progress, os.getpid(), writer.lock_holder)
+        working = await _working(st.progress, os.getpid(), thread.lock_holder)
     if working is not None:
         w["cpu_share"], w["seconds_since_cpu"] = round(working[0], 3), round(min(working[1], 1e9), 3)
     busy = working is not None and working[1] <= STALL_GRACE
@@ -105,7 +110,7 @@ async def health(request: Request):
     else:
         how = f" (hung, or waiting on the disk: its CPU time has not grown for {working[1]:.1f} s)"
     out["error"] = {"status": 503, "code": "writer_not_answering", "details": None, "message": (
-        f"the writer {'process' if proc else 'thread'} has not answered for {now - since:.1f} s{how}: "
+        f"the writer {'process' if proc is not None else 'thread'} has not answered for {now - since:.1f} s{how}: "
         f"{w['requests_waiting']} request(s) wait for it; a write waits up to "
         + (f"{write_timeout:g} s (--write-timeout), then answers 503 writer_timeout"
            if write_timeout is not None else "no limit (--write-timeout 0)")
@@ -113,7 +118,7 @@ async def health(request: Request):
     return JSONResponse(status_code=503, content=out)
 
 
-async def _working(progress: dict, pid: int, tid: int | None = None) -> tuple[float, float] | None:
+async def _working(progress: dict, pid: int | None, tid: int | None = None) -> tuple[float, float] | None:
     """(share of one core since the last sample, seconds since its CPU time last grew by
     BUSY_STEP) of the writer process `pid` (or of its thread `tid`: the writer thread's,
     whose process is the server's own), which has not answered its ping; None where /proc
@@ -143,9 +148,10 @@ def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started:
     WAL fsyncs and checkpoint rounds (asked of the writer process; absent while none runs), and
     the machine's CPU time by kind (hostcpu.py: the host's steal)."""
     proc = isinstance(writer, WriterProcess)
-    sync = writer.open_kw.get("sync", "full") if proc else writer.index.sync
-    out = {"uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
-           "sync": "full" if sync == "group" else sync, "timings": front.as_dict(), "host_cpu": host_cpu()}
+    sync = writer.open_kw.get("sync", "full") if isinstance(writer, WriterProcess) else writer.index.sync
+    out: dict[str, Any] = {
+        "uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
+        "sync": "full" if sync == "group" else sync, "timings": front.as_dict(), "host_cpu": host_cpu()}
     try:
         # the writer process answers between two groups: during a large batch's add its
         # stages are left out rather than holding this request for seconds
