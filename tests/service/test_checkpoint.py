@@ -6,7 +6,6 @@ import time
 from neardup.index import Index
 from neardup.service.writer import FIELDS
 from neardup.service.writer import GroupWriter
-from neardup.service import writer as writer_mod
 
 
 def _digest(path) -> str:
@@ -62,15 +61,14 @@ def test_the_checkpoint_thread_fsyncs_the_text_log_for_pending_texts(index_dir, 
 
 def test_the_wal_restarts_under_a_steady_stream_of_commits(index_dir, monkeypatch):
     """Commits back to back: a PASSIVE round alone never copies the whole WAL (commits land
-    while it runs), so the WAL would grow without bound; once it passes WAL_RESTART_BYTES a
+    while it runs), so the WAL would grow without bound; once it passes wal_restart_bytes a
     round catches up under the writer's lock and the next commit starts the WAL over."""
     import random
 
-    monkeypatch.setattr(writer_mod, "WAL_RESTART_BYTES", 64 << 10)
     rng = random.Random(4)
     vocab = [f"w{i}" for i in range(3000)]
     with Index.open(index_dir) as ix:
-        w = GroupWriter(ix, FIELDS)
+        w = GroupWriter(ix, FIELDS, wal_restart_bytes=64 << 10)
         try:
             n, t_end = 0, time.monotonic() + 4
             while time.monotonic() < t_end or w.checkpointer.catch_ups < 2:

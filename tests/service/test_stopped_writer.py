@@ -27,7 +27,6 @@ from fastapi.testclient import TestClient
 from neardup.cli import main
 from neardup.errors import InvalidParameterError
 from neardup.index import Index
-from neardup.service import worker
 from neardup.service.app import create_app
 from neardup.service.server import serve
 from neardup.service.config import ServiceConfig
@@ -161,8 +160,7 @@ def test_reads_and_health_answer_while_writes_pile_up_for_a_stopped_writer(index
 
 
 def test_sending_to_a_stopped_writer_process_never_blocks_and_is_bounded(index_dir, monkeypatch):
-    monkeypatch.setattr(worker, "UNSENT_MAX", 1 << 20)
-    w = WriterProcess(str(index_dir))
+    w = WriterProcess(str(index_dir), unsent_max=1 << 20)
     try:
         big = [{"id": f"big-{i}", "text": f"article {i} " + "words and more words " * 500} for i in range(150)]
         with _stopped(w.pid):
@@ -170,7 +168,7 @@ def test_sending_to_a_stopped_writer_process_never_blocks_and_is_bounded(index_d
             assert w.ping() == (ping, since)  # one at a time
             t0 = time.time()
             added = w.submit(big)  # ~1.6 MB: most of it waits in the front, not in the event loop's send
-            refused = w.submit([{"id": "refused", "text": "a short article"}])  # over UNSENT_MAX waits
+            refused = w.submit([{"id": "refused", "text": "a short article"}])  # over unsent_max waits
             assert time.time() - t0 < 2
             with pytest.raises(WriterGoneError, match="not sent, nothing of it is written"):
                 refused.result(5)

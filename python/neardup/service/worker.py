@@ -75,10 +75,13 @@ class WriterProcess:
     writer (threads, sync, background_fold, l0_max, l0_fold_at, merge_max); `max_chars`: the
     longest text an article may have (``neardup serve --max-chars``)."""
 
-    def __init__(self, directory: str, open_kw: dict | None = None, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(self, directory: str, open_kw: dict | None = None, max_chars: int = DEFAULT_MAX_CHARS,
+                 unsent_max: int = UNSENT_MAX) -> None:
         self.directory = directory
         self.open_kw = dict(open_kw or {})
         self.max_chars = max_chars
+        #: bytes of requests kept for a writer that does not read them before new ones are refused
+        self.unsent_max = unsent_max
         self._lock = threading.Lock()  # (re)start and send, one at a time
         self._ids = itertools.count()
         self._conn: Connection | None = None  # None while no writer process runs
@@ -264,7 +267,7 @@ class WriterProcess:
     def _install(self, front: Connection, proc: subprocess.Popen) -> None:
         """Make a started process the current one, with a thread for its answers."""
         waiting: dict[int, Future] = {}
-        out = _Outbox(front)
+        out = _Outbox(front, self.unsent_max)
         self._conn, self._proc, self._waiting, self._out = front, proc, waiting, out
         threading.Thread(target=self._answers, args=(front, proc, waiting, out), name="neardup-writer-answers",
                          daemon=True).start()
@@ -367,9 +370,10 @@ class _Outbox:
     fit waits in `unsent`, in order, sent by a thread of its own with blocking sends, and
     while anything waits there later messages queue behind it (the writer reads them in the
     order they were sent). The framing is Connection's: the writer process reads with
-    Connection.recv. Past UNSENT_MAX bytes waiting a new message is refused (_Full)."""
+    Connection.recv. Past `unsent_max` bytes waiting a new message is refused (_Full)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, unsent_max: int = UNSENT_MAX) -> None:
+        self.unsent_max = unsent_max
         # its own descriptor on the socket (the answers thread reads through `conn`'s)
         self.sock = socket.socket(fileno=os.dup(conn.fileno()))
         self.unsent: collections.deque = collections.deque()  # memoryviews, in order
@@ -379,7 +383,7 @@ class _Outbox:
         self._thread: threading.Thread | None = None
 
     def send(self, obj, force: bool = False) -> None:
-        """Send `obj` now or queue it (`force`: past UNSENT_MAX too); raises _Full, or the
+        """Send `obj` now or queue it (`force`: past `unsent_max` too); raises _Full, or the
         OSError that broke the socket, before anything of it is sent."""
         buf = ForkingPickler.dumps(obj)
         n = len(buf)
@@ -388,7 +392,7 @@ class _Outbox:
             if self.broken is not None:
                 raise self.broken
             if self.unsent:
-                if self.unsent_bytes >= UNSENT_MAX and not force:
+                if self.unsent_bytes >= self.unsent_max and not force:
                     raise _Full(f"the writer process is not reading its requests ({self.unsent_bytes:,} bytes of "
                                 "them wait to be sent): this request was not sent, nothing of it is written")
                 self._queue([memoryview(header), memoryview(buf)])

@@ -36,9 +36,16 @@ __all__ = ["FIELDS", "GroupWriter", "open_writer", "quiet_gc"]
 FIELDS = Fields(id="id", text="text", title=None, time="published_at", source="source")
 
 
+#: WAL size past which a checkpoint round holds the writer off for its catch-up
+WAL_RESTART_BYTES = 16 << 20
+
+
 class GroupWriter:
-    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000, max_chars: int = DEFAULT_MAX_CHARS) -> None:
+    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000, max_chars: int = DEFAULT_MAX_CHARS,
+                 wal_restart_bytes: int = WAL_RESTART_BYTES) -> None:
         self.index = index
+        #: past this WAL size a checkpoint round catches up under the writer's lock (Checkpointer)
+        self.wal_restart_bytes = wal_restart_bytes
         self.fields = fields
         self.max_docs = max_docs
         #: the longest text an article may have (``neardup serve --max-chars``): longer, refused
@@ -187,8 +194,7 @@ class GroupWriter:
             if self.checkpointer is None:
                 # the writer connection stops checkpointing on commit; this thread's does it
                 self.index.wal_autocheckpoint(0)
-                # (the limit read now, not when Checkpointer was defined: tests lower it)
-                self.checkpointer = Checkpointer(self.index, wal_max=WAL_RESTART_BYTES, timings=self.timings)
+                self.checkpointer = Checkpointer(self.index, wal_max=self.wal_restart_bytes, timings=self.timings)
             with self.timings.timed("group"):
                 self._write(group)
 
@@ -356,8 +362,6 @@ class Acks:
             t.join(10)
 
 
-#: WAL size past which a checkpoint round holds the writer off for its catch-up
-WAL_RESTART_BYTES = 16 << 20
 
 #: seconds between checkpoint rounds. A round ends with an fsync of the database file, and a
 #: commit whose WAL fsync meets it waits for it (3-8 ms instead of 0.7): those commits made most
