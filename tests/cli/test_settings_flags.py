@@ -4,7 +4,6 @@ import argparse
 import dataclasses
 
 import pytest
-
 from neardup.cli.parser import build_parser
 from neardup.cli.settings_args import flag, settings_from_args
 from neardup.settings import Settings

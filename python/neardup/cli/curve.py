@@ -40,7 +40,7 @@ def run(a: argparse.Namespace) -> int:
         try:
             db, dr = lsh.optimal_params(a.threshold, a.num_perm)
             others.append(("datasketch default", int(db), int(dr)))
-        except Exception as exc:  # datasketch's optimiser has no answer for some inputs (threshold 1)
+        except Exception as exc:  # noqa: BLE001 - datasketch's optimiser has no answer for some inputs (threshold 1)
             print(f"(datasketch's optimiser: {exc})")
     cols = [(f"{b}x{r}", b, r)] + [(f"{n} {bb}x{rr}", bb, rr) for n, bb, rr in others]
     print(f"{'s':>5}  " + "  ".join(f"{c[0]:>24}" for c in cols))

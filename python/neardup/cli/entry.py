@@ -8,7 +8,13 @@ import sys
 
 from neardup.cli import curve, dedup, index, serve, synth
 from neardup.cli import eval as eval_cmd
-from neardup.cli.exits import EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, EXIT_USAGE, batch_rules, exit_for
+from neardup.cli.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    batch_rules,
+    exit_for,
+)
 from neardup.cli.parser import build_parser, command_of
 
 __all__ = ["main"]
@@ -59,5 +65,5 @@ def _main(argv: list[str] | None) -> int:
         return EXIT_USAGE
     try:
         return _run(a)
-    except (KeyboardInterrupt, Exception) as exc:
+    except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - mapped to an exit code, or raised again
         return exit_for(exc, a.command, batch_rules(a.command))

@@ -52,8 +52,14 @@ def batch_rules(command: str) -> list[Rule]:
     """The rules of dedup, demo, curve, eval and synth (and what ``index`` and ``serve`` raise
     again)."""
     from neardup.cli.signals import Terminated
-    from neardup.errors import (InputFileError, InvalidInputError, InvalidParameterError, NeardupError, OutputError,
-                                RecordError)
+    from neardup.errors import (
+        InputFileError,
+        InvalidInputError,
+        InvalidParameterError,
+        NeardupError,
+        OutputError,
+        RecordError,
+    )
 
     return [
         (Terminated, None, "neardup: terminated ({exc})"),
@@ -72,10 +78,23 @@ def batch_rules(command: str) -> list[Rule]:
 
 def index_rules(name: str) -> list[Rule]:
     """The rules of ``neardup index ACTION`` and ``neardup serve`` (`name`: "index add", "serve")."""
-    from neardup.errors import (BackupBusyError, DocumentNotFoundError, DuplicateIdError, IndexConfigError,
-                                IndexCorruptError, IndexExistsError, IndexLockedError, IndexNotFoundError,
-                                InputFileError, InvalidParameterError, ListenError, NeardupError, OutputError,
-                                RecordError, ScrubIncompleteError)
+    from neardup.errors import (
+        BackupBusyError,
+        DocumentNotFoundError,
+        DuplicateIdError,
+        IndexConfigError,
+        IndexCorruptError,
+        IndexExistsError,
+        IndexLockedError,
+        IndexNotFoundError,
+        InputFileError,
+        InvalidParameterError,
+        ListenError,
+        NeardupError,
+        OutputError,
+        RecordError,
+        ScrubIncompleteError,
+    )
 
     nothing = "; nothing was added" if name == "index add" else ""  # (a query adds nothing anyway)
     return [
@@ -83,8 +102,8 @@ def index_rules(name: str) -> list[Rule]:
         ((IndexLockedError, BackupBusyError), EXIT_LOCKED, "neardup {prog}: {exc}"),
         (ListenError, EXIT_LISTEN, "neardup {prog}: {exc}"),
         (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
-        (_SqliteDamage, EXIT_CORRUPT, "neardup {prog}: the index is damaged: index.sqlite: {exc} "
-                                      "(neardup index check says more)"),
+        (_SqliteDamage, EXIT_CORRUPT, ("neardup {prog}: the index is damaged: index.sqlite: {exc} "
+                                       "(neardup index check says more)")),
         (ScrubIncompleteError, EXIT_OUTPUT, "neardup {prog}: {exc}"),
         (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
         ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
@@ -92,8 +111,8 @@ def index_rules(name: str) -> list[Rule]:
         (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}" + nothing),
         (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
         (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
-        (_DiskFull, EXIT_OUTPUT, "neardup {prog}: cannot write: the disk is full ({exc}); the index is as it "
-                                 "was before this command"),
+        (_DiskFull, EXIT_OUTPUT, ("neardup {prog}: cannot write: the disk is full ({exc}); the index is as it "
+                                  "was before this command")),
         # an operating system's error no rule above names (a file where a directory goes, a
         # directory where a file goes, ...): said, not a traceback
         (OSError, EXIT_OUTPUT if name in ("index init", "index export", "index compact", "index backup") else EXIT_INPUT,

@@ -133,7 +133,7 @@ def run(a: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         return _INDEX[a.index_command](a)
-    except (KeyboardInterrupt, Exception) as exc:
+    except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - mapped to an exit code, or raised again
         return exit_for(exc, name, index_rules(name))
 
 

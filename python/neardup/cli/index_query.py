@@ -9,14 +9,13 @@ import sys
 from neardup.cli.exits import EXIT_OK, EXIT_USAGE
 from neardup.cli.index_common import fields, read_text_file
 
-
 #: file names that look like a plain text, not records (query's hint to use --text-file)
 PLAIN_TEXT = (".txt", ".text", ".md", ".html", ".htm")
 
 
 def run(a: argparse.Namespace) -> int:
-    from neardup.index import Index
     from neardup.errors import RecordError
+    from neardup.index import Index
 
     given = [bool(a.inputs), a.text is not None, bool(a.text_file)]
     if sum(given) != 1:

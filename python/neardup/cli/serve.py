@@ -105,7 +105,7 @@ def run(a: argparse.Namespace) -> int:
     """Run ``neardup serve``; errors become messages and exit codes (those of ``neardup index``)."""
     try:
         return _serve(a)
-    except (KeyboardInterrupt, Exception) as exc:
+    except (KeyboardInterrupt, Exception) as exc:  # noqa: BLE001 - mapped to an exit code, or raised again
         return exit_for(exc, "serve", index_rules("serve"))
 
 

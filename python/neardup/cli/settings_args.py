@@ -16,7 +16,7 @@ from typing import Any
 
 from neardup.settings import Settings
 
-__all__ = ["add_settings", "add_expected", "flag", "settings_from_args", "values_from_args", "source_list"]
+__all__ = ["add_expected", "add_settings", "flag", "settings_from_args", "source_list", "values_from_args"]
 
 _TYPES = {"int": int, "float": float, "str": str}
 #: What a setting is, from its help: the text before its first ":" or "(" ("MinHash scheme: oph
