@@ -62,6 +62,8 @@ def add_settings(p: Any, names: Iterable[str] | None = None) -> None:
     for name in Settings.names() if names is None else names:
         f = _field(name)
         meta = f.metadata
+        if f.default is dataclasses.MISSING:  # (a default_factory's value would be made here, once)
+            raise TypeError(f"setting {name!r}: a command-line flag needs a plain default")
         kwargs: dict[str, Any] = {"type": _type(f), "default": f.default, "help": _escape(meta["help"])}
         if "choices" in meta:
             kwargs["choices"] = list(meta["choices"])
