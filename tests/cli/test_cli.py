@@ -133,7 +133,7 @@ def test_index_add_does_not_import_the_spark_engine(tmp_path):
 
 
 def test_command_of():
-    from neardup.cli import _command_of
+    from neardup.cli.parser import command_of as _command_of
 
     assert _command_of(["index", "add", "DIR", "dedup"]) == "index"
     assert _command_of(["--version"]) is None

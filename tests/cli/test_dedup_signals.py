@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from neardup.cli import Terminated, _terminate_as_interrupt
+from neardup.cli.signals import Terminated, terminate_as_interrupt
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_the_spill_moment_is_reached(corpus, limit, tmp_path):
 def test_previous_handlers_are_restored():
     before_term, before_hup = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
     with pytest.raises(Terminated) as ei:
-        with _terminate_as_interrupt():
+        with terminate_as_interrupt():
             assert signal.getsignal(signal.SIGTERM) is not before_term
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # (interrupted by the handler)

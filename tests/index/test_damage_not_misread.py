@@ -186,7 +186,7 @@ def test_the_cli_says_committed_and_damaged(ix_dir, monkeypatch, capsys):
     import sqlite3 as sq
 
     from neardup.cli import main
-    from neardup.index import cli as icli
+    from neardup.cli import index as icli
     from neardup.index.core import Index as Ix
 
     calls = []

@@ -365,7 +365,7 @@ def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, c
     import pyarrow.parquet as pq
 
     from neardup.cli import main
-    from neardup.index import cli as icli
+    from neardup.cli import index_admin as icli
 
     d = str(tmp_path / "ix")
     assert main(["index", "init", d]) == 0

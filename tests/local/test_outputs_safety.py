@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import neardup
-from neardup.cli import EXIT_OUTPUT, EXIT_USAGE, main
+from neardup.cli import main
+from neardup.cli.exits import EXIT_OUTPUT, EXIT_USAGE
 from neardup.errors import InvalidParameterError
 from neardup.errors import OutputError
 from neardup.stages import candidates

@@ -1,13 +1,17 @@
-"""``neardup dedup --engine spark [--master URL] [--partitions N]``: the CLI glue.
+"""``neardup dedup --engine spark [--master URL] [--partitions N]``: the command's Spark part.
 
-``neardup.cli`` calls :func:`add_options` on the dedup parser and hands the parsed arguments
-to :func:`run` when ``--engine spark`` is given; everything Spark-specific lives here.
+``neardup.cli.dedup`` calls :func:`add_options` on the dedup parser (when dedup runs or its
+help is shown) and hands the parsed arguments to :func:`run` when ``--engine spark`` is given;
+everything Spark-specific of the command lives here. This module imports nothing of Spark (nor
+``neardup.engines.spark``, whose package imports pyarrow) until :func:`run`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+
+from neardup.cli.exits import EXIT_OK, EXIT_USAGE
 
 __all__ = ["add_options", "run"]
 
@@ -26,27 +30,30 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "(default: local checkpoints)")
 
 
-def run(a: argparse.Namespace, kwargs: dict) -> int:
+def run(a: argparse.Namespace) -> int:
     """Run ``neardup dedup`` on Spark with the parsed arguments; returns the exit code."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
         print("neardup dedup --engine spark: pyspark is not installed (pip install 'neardup[spark]')",
               file=sys.stderr)
-        return 2
-    from neardup.engines.spark.run import dedup_spark, session
+        return EXIT_USAGE
+    from neardup.engines.spark.run import run_spark, session
     from neardup.io.writers import writable_tree
     from neardup.stages.report import summary_text
 
     if not a.out:
         print("neardup dedup: -o/--out OUTDIR is required with --engine spark", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if a.demo or not a.inputs:
         print("neardup dedup --engine spark: give INPUT files (JSONL, CSV or Parquet)", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if a.partitions is not None and a.partitions < 1:  # (before a session starts: ~15 s)
         print(f"neardup dedup: partitions must be a positive integer, got {a.partitions}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    from neardup.cli.dedup import options
+
+    opts = options(a)  # (the settings checked before a session starts; no threads or progress bars)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.getActiveSession()
@@ -56,15 +63,12 @@ def run(a: argparse.Namespace, kwargs: dict) -> int:
         # "No Partition Defined", a glob's FileNotFoundException it then recovers from) are noise
         spark.sparkContext.setLogLevel("ERROR")
     _quiet_when_stopped()
-    kwargs = dict(kwargs)
-    kwargs.pop("progress", None)
-    kwargs.pop("threads", None)
-    res = dedup_spark(spark, a.inputs, a.out, partitions=a.partitions, checkpoint_dir=a.checkpoint_dir, **kwargs)
+    res = run_spark(spark, a.inputs, a.out, opts, partitions=a.partitions, checkpoint_dir=a.checkpoint_dir)
     if a.json:
         print(json.dumps(writable_tree(res.report), indent=2))  # (as report.json writes a name not UTF-8)
     elif not a.quiet:
         print(summary_text(res.report))
-    return 0
+    return EXIT_OK
 
 
 def _quiet_when_stopped() -> None:
