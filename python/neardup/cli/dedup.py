@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from neardup.cli import settings_args
+from neardup.cli.settings_args import options
 from neardup.cli.exits import EXIT_OK, EXIT_USAGE
 from neardup.cli.signals import terminate_as_interrupt
-
-if TYPE_CHECKING:
-    from neardup.stages.options import DedupOptions
 
 #: The settings in each --help group of dedup and demo, in their order (every field of
 #: neardup.settings.Settings is in one of them: tests/cli/test_settings_flags.py).
@@ -72,23 +70,6 @@ def add_dedup_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tmp-dir", default=None, metavar="DIR", help="where spill files go (default: the system's)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bars and no summary")
     g.add_argument("--json", action="store_true", help="print report.json to stdout instead of the summary")
-
-
-def options(a: argparse.Namespace, *, demo: bool = False, progress: bool = False, threads: int | None = None,
-            collect: bool = True) -> DedupOptions:
-    """The batch run's options from dedup's parsed arguments: its Settings (the demo prefers the
-    source "agency" unless told otherwise), its fields and its run options."""
-    from neardup.io.records import Fields
-    from neardup.stages.options import DedupOptions
-
-    settings = settings_args.settings_from_args(a)
-    if demo and not settings.prefer_source:
-        settings = settings.replace(prefer_source=("agency",))
-    fields = Fields(id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None,
-                    source=a.source_field or None)
-    return DedupOptions(settings=settings, fields=fields, on_error=a.on_error, output_format=a.output_format,
-                        batch_size=a.batch_size, threads=threads, progress=progress, memory_limit=a.memory_limit,
-                        tmp_dir=a.tmp_dir, large_bucket=a.large_bucket or None, collect=collect)
 
 
 def run(a: argparse.Namespace, demo: bool) -> int:

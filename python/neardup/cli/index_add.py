@@ -1,6 +1,8 @@
 """``neardup index add``: add a batch of documents to an index."""
 from __future__ import annotations
 
+from typing import IO
+
 import argparse
 import contextlib
 import gc
@@ -103,7 +105,7 @@ def _verdicts_out(path: str | None):
         raise OutputError(f"{path}: is a directory (--verdicts names a file)")
     elif os.path.exists(path) and not os.path.isfile(path):
         try:
-            f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
+            f: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed below
         except OSError as exc:
             raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from exc
         with f:

@@ -110,7 +110,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def _serve(a) -> int:
-    from neardup.service.app import serve
+    from neardup.service.server import serve
 
     return serve(a.dir, host=a.host, port=a.port, max_body=a.max_body, max_batch=a.max_batch, init=a.init,
                  threads=a.threads, log_level=a.log_level, sync=a.sync, fold=a.fold, l0_max=a.l0_max,

@@ -12,9 +12,12 @@ import argparse
 import dataclasses
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neardup.settings import Settings
+
+if TYPE_CHECKING:
+    from neardup.stages.options import DedupOptions
 
 __all__ = ["add_expected", "add_settings", "flag", "settings_from_args", "source_list", "values_from_args"]
 
@@ -95,3 +98,20 @@ def settings_from_args(a: argparse.Namespace, **changes: Any) -> Settings:
     """The :class:`Settings` of parsed arguments made with :func:`add_settings` (all fields),
     with `changes` (validated: :class:`~neardup.errors.InvalidParameterError`)."""
     return Settings(**{**values_from_args(a), **changes})
+
+
+def options(a: argparse.Namespace, *, demo: bool = False, progress: bool = False, threads: int | None = None,
+            collect: bool = True) -> DedupOptions:
+    """The batch run's options from dedup's parsed arguments: its Settings (the demo prefers the
+    source "agency" unless told otherwise), its fields and its run options."""
+    from neardup.io.records import Fields
+    from neardup.stages.options import DedupOptions
+
+    settings = settings_from_args(a)
+    if demo and not settings.prefer_source:
+        settings = settings.replace(prefer_source=("agency",))
+    fields = Fields(id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None,
+                    source=a.source_field or None)
+    return DedupOptions(settings=settings, fields=fields, on_error=a.on_error, output_format=a.output_format,
+                        batch_size=a.batch_size, threads=threads, progress=progress, memory_limit=a.memory_limit,
+                        tmp_dir=a.tmp_dir, large_bucket=a.large_bucket or None, collect=collect)

@@ -32,7 +32,7 @@ def terminate_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # (signal.signal works only in the main thread: main() called from elsewhere)
         return
-    fired = []
+    fired: list[int] = []
 
     def handler(signum, frame):
         if not fired:

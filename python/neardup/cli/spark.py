@@ -51,7 +51,7 @@ def run(a: argparse.Namespace) -> int:
     if a.partitions is not None and a.partitions < 1:  # (before a session starts: ~15 s)
         print(f"neardup dedup: partitions must be a positive integer, got {a.partitions}", file=sys.stderr)
         return EXIT_USAGE
-    from neardup.cli.dedup import options
+    from neardup.cli.settings_args import options
 
     opts = options(a)  # (the settings checked before a session starts; no threads or progress bars)
     from pyspark.sql import SparkSession

@@ -34,7 +34,6 @@ from neardup.service.config import (
 )
 from neardup.service.fastpost import FastPost
 from neardup.service.models import BatchIn, DocumentIn
-from neardup.service.server import serve
 from neardup.service.state import ServiceState
 from neardup.service.views import ROUTES
 from neardup.service.views.documents import add
@@ -43,7 +42,7 @@ from neardup.service.worker import WriterProcess
 from neardup.service.writer import FIELDS, GroupWriter
 from neardup.service.writes import Deadline
 
-__all__ = ["ServiceConfig", "create_app", "serve"]
+__all__ = ["ServiceConfig", "create_app"]
 
 DESCRIPTION = ("Near-duplicate detection for a news feed: post articles, get a verdict for each "
                "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /.")
