@@ -20,7 +20,6 @@ from typing import Union
 
 from fastapi import FastAPI
 
-from neardup.errors import ListenError  # noqa: F401 - index/cli.py finds it here (_listen_error)
 from neardup.index import Index
 from neardup.service import problems, routing
 from neardup.service.bodylimit import BodyLimit

@@ -254,7 +254,7 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
 
 def _empty_schema(sources, fields) -> pa.Schema:
     """kept.parquet's schema for a run that keeps no record, as the local engine makes it
-    (pipeline/kept.py, parquet_out.empty_kept_schema): a local Parquet file's columns from its
+    (stages/kept.py, parquet_out.empty_kept_schema): a local Parquet file's columns from its
     own schema, another Parquet input's or a DataFrame's from Spark's (zoned timestamps in the
     file's zone, as ``_record_rows`` gives them), a CSV file's header as strings."""
     from pyspark.sql.pandas.types import to_arrow_type
@@ -324,7 +324,7 @@ def _kept_rows_records(t: pa.Table, renames: dict[str, str] | None = None,
 def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None,
                      tzs: dict[str, str] | None = None) -> pa.Table:
     """Kept Parquet/DataFrame rows → kept.jsonl lines, as the local engine writes them
-    (pipeline/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
+    (stages/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
     out = []
