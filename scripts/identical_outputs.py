@@ -135,10 +135,13 @@ def record_index(name: str, corpus: Path, work: Path, dest: Path, method: str) -
 
 
 def manifest(dest: Path) -> None:
+    """SHA-256 of every output, the record's own work directory written as <work> (a skipped
+    record's file is named in report.json and in the index's skip lists)."""
+    work = str((dest / "_work").resolve()).encode()
     files = {}
     for p in sorted(dest.rglob("*")):
-        if p.is_file() and p.name != "manifest.json":
-            files[str(p.relative_to(dest))] = hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file() and p.name != "manifest.json" and "_work" not in p.parts:
+            files[str(p.relative_to(dest))] = hashlib.sha256(p.read_bytes().replace(work, b"<work>")).hexdigest()
     (dest / "manifest.json").write_text(json.dumps(files, indent=1) + "\n")
     print(f"{len(files)} files recorded in {dest}")
 
@@ -174,12 +177,17 @@ def main() -> int:
     rec.add_argument("dest", type=Path)
     rec.add_argument("--synth", type=int, default=20000, help="originals in the synth corpus")
     rec.add_argument("--spark", action="store_true", help="also the Spark engine (local[2])")
+    man = sub.add_parser("manifest", help="hash a record's files again (after a change of this script)")
+    man.add_argument("dest", type=Path)
     cmp = sub.add_parser("compare")
     cmp.add_argument("a", type=Path)
     cmp.add_argument("b", type=Path)
     args = ap.parse_args()
     if args.cmd == "record":
         record(args.dest, args.synth, args.spark)
+        return 0
+    if args.cmd == "manifest":
+        manifest(args.dest)
         return 0
     return compare(args.a, args.b)
 
