@@ -90,6 +90,77 @@ def parts_share_a_story(plan: Plan, parts: list[int]) -> bool:
     return False
 
 
+def _empty() -> np.ndarray:
+    return np.zeros(0, np.int64)
+
+
+@dataclass
+class _Work:
+    """An add's plan in the making (``Planning._plan``): the batch, and the working arrays each
+    step fills for the next, in the order of the steps."""
+
+    conn: sqlite3.Connection
+    docs: list[Checked]
+    sw: Stages
+    st: State
+    small: bool  # a few documents: plan_steps' forms for a few
+    # the batch signed: exact keys, which have tokens, signatures (rows for has_tok), band keys
+    ek: np.ndarray
+    has_tok: np.ndarray
+    sigs: np.ndarray
+    bk: np.ndarray
+    tok_idx: np.ndarray  # the documents with tokens
+    sig_row: np.ndarray  # per doc: row in sigs or -1
+    few: list[tuple[list, _core.PostingArrays]]  # per band (exact keys first): Planning._few_handles
+    # exact pass: per doc, its first copy in the archive, or earlier in the batch (else -1)
+    arch_exact: np.ndarray = field(default_factory=_empty)
+    batch_exact: np.ndarray = field(default_factory=_empty)
+    reps: np.ndarray = field(default_factory=_empty)  # documents with tokens and no earlier copy
+    # candidates: (batch document ci, archive document cd) pairs, and batch pairs bp
+    ci: np.ndarray = field(default_factory=_empty)
+    cd: np.ndarray = field(default_factory=_empty)
+    ci_hits: np.ndarray = field(default_factory=_empty)  # each pair once per band it shares
+    cd_hits: np.ndarray = field(default_factory=_empty)
+    bp: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    meta: dict[int, dict] = field(default_factory=dict)  # archive documents involved
+    # verification
+    hcache: dict = field(default_factory=dict)  # shingle hash sets, shared with the similarities to keepers
+    budgeted: bool = False
+    sims_a: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    sims_b: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # union-find
+    ae: np.ndarray = field(default_factory=_empty)  # documents with an archive copy
+    be: np.ndarray = field(default_factory=_empty)  # documents with an earlier batch copy
+    all_new: bool = False
+    first_new: int = 0
+    next_cluster: int = 0
+    cluster_of: np.ndarray = field(default_factory=_empty)
+    merged: dict[int, int] = field(default_factory=dict)
+    # keepers
+    next_doc: int = 0
+    doc_nums: np.ndarray = field(default_factory=_empty)
+    dn: list[int] = field(default_factory=list)
+    singles: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (_empty(), _empty()))
+    batch_by_cluster: dict[int, list[int]] = field(default_factory=dict)
+    old_keeper: dict[int, int | None] = field(default_factory=dict)
+    old_members: dict[int, list[dict]] = field(default_factory=dict)
+    old_multi: int = 0
+    absorbed: dict[int, list[int]] = field(default_factory=dict)
+    cluster_rows: dict[int, tuple[int, int]] = field(default_factory=dict)  # clusters other than the singles: (keeper, size)
+    member_updates: list[tuple[float, str | None, int, int]] = field(default_factory=list)
+    new_sim: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    new_match: list[str | None] = field(default_factory=list)
+    sim_jobs: list[tuple[str, int, str, int, int]] = field(default_factory=list)  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
+
+    @property
+    def n(self) -> int:
+        return len(self.docs)
+
+    def olds_of(self, c: int) -> list[dict]:
+        """The archive members of cluster `c` and of the clusters merged into it."""
+        return [m for cc in [c] + self.absorbed.get(c, []) for m in self.old_members.get(cc, [])]
+
+
 class Planning(IndexAttrs):
     def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
               ids_checked: bool = False) -> Plan:
@@ -98,38 +169,80 @@ class Planning(IndexAttrs):
         while reading, and checks the ids too); else they are computed here. `ids_checked`: the
         caller has checked the ids (unique, new to the index) under the writer lock it still
         holds (the service's GroupWriter, per request)."""
-        cfg = self.config
-        n = len(docs)
         sw = Stages()
         st = self._state_for(conn)
         if signed is None:
-            if not ids_checked:
-                # ids: unique in the batch and new to the index
-                keys = [c.key for c in docs]
-                twice = [] if len(set(keys)) == n else sorted({k for k, m in Counter(keys).items() if m > 1})
-                self._raise_duplicate_ids(twice, self._present(conn, keys))
-                sw.lap("plan: id checks")
-            signed = sign([c.text for c in docs], self.signer, cfg.bands, cfg.rows, self.threads)
-            sw.lap("plan: signatures, band keys")
-        ek, has_tok, sigs, bk = signed.exact_keys, signed.has_tok, signed.sigs, signed.band_keys
-        tok_idx = np.flatnonzero(has_tok)
+            signed = self._sign_batch(conn, docs, ids_checked, sw)
+        w = self._start(conn, docs, signed, sw, st)
+        self._exact_pass(w)
+        self._candidates(w)
+        sw.lap("plan: lookups, batch pairs")
+        self._archive_meta(w)
+        sw.lap("plan: archive metadata")
+        self._verify_candidates(w)
+        sw.lap("plan: verification: shingles, Jaccard")
+        self._keep_passing(w)
+        self._union(w)
+        sw.lap("plan: union-find")
+        self._group_batch(w)
+        self._touched_clusters(w)
+        self._keepers(w)
+        sw.lap("plan: keepers")
+        arch_rows = {m["doc"]: m for ms in w.old_members.values() for m in ms}
+        self._keeper_sims(w, w.sim_jobs, arch_rows)
+        sw.lap("plan: similarities to keepers")
+        closest = self._closest(w)
+        pairs = self._stored_pairs(w)
+        verdicts = self._verdicts(w, closest)
+        sw.lap("plan: closest, verdicts")
+        self.last_stages = sw.times
+        return Plan(docs, extras, w.doc_nums, w.ek, w.has_tok, w.sigs, w.sig_row, w.bk, w.cluster_of, w.singles,
+                    w.merged, w.cluster_rows, w.first_new, w.member_updates, w.new_sim, w.new_match, closest, pairs,
+                    verdicts, w.next_cluster, w.old_multi, sw)
+
+    def _sign_batch(self, conn: sqlite3.Connection, docs: list[Checked], ids_checked: bool, sw: Stages) -> Signed:
+        """The ids checked (unique in the batch and new to the index) unless the caller did,
+        and the batch signed: exact keys, signatures, band keys."""
+        cfg = self.config
+        if not ids_checked:
+            # ids: unique in the batch and new to the index
+            keys = [c.key for c in docs]
+            twice = [] if len(set(keys)) == len(docs) else sorted({k for k, m in Counter(keys).items() if m > 1})
+            self._raise_duplicate_ids(twice, self._present(conn, keys))
+            sw.lap("plan: id checks")
+        signed = sign([c.text for c in docs], self.signer, cfg.bands, cfg.rows, self.threads)
+        sw.lap("plan: signatures, band keys")
+        return signed
+
+    def _start(self, conn: sqlite3.Connection, docs: list[Checked], signed: Signed, sw: Stages, st: State) -> _Work:
+        """The plan's working state: the batch signed, each document's signature row, and the
+        look-up handles of this snapshot's segments."""
+        n = len(docs)
+        tok_idx = np.flatnonzero(signed.has_tok)
         sig_row = np.full(n, -1, np.int64)
         sig_row[tok_idx] = np.arange(len(tok_idx))
         arrays = self._arrays(st)
-
-        # exact pass: against the archive, then the earlier part of the batch
         few = self._few_handles(st, arrays)  # cached per set of segments
+        return _Work(conn, docs, sw, st, n <= self.steps.small_plan, signed.exact_keys, signed.has_tok, signed.sigs,
+                     signed.band_keys, tok_idx, sig_row, few)
+
+    def _exact_pass(self, w: _Work) -> None:
+        """Each document's first copy in the archive, else earlier in the batch; the
+        representatives (documents with tokens and neither) are the ones looked up by band."""
+        st, few, ek, tok_idx, n = w.st, w.few, w.ek, w.tok_idx, w.n
         qi, adocs = concat_hits(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
                          st.l0.lookup(-1, ek[tok_idx], st.tombstones))
-        small = n <= self.steps.small_plan
-        arch_exact = (first_in_archive_few if small else first_in_archive)(qi, adocs, tok_idx, n)
+        w.arch_exact = arch_exact = (first_in_archive_few if w.small else first_in_archive)(qi, adocs, tok_idx, n)
         rest = tok_idx[arch_exact[tok_idx] < 0]
-        batch_exact = (first_in_batch_few if small else first_in_batch)(ek, rest, n)
-        reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
+        w.batch_exact = batch_exact = (first_in_batch_few if w.small else first_in_batch)(ek, rest, n)
+        w.reps = tok_idx[(arch_exact[tok_idx] < 0) & (batch_exact[tok_idx] < 0)]
 
-        # candidates: archive postings for each representative, LSH pairs inside the batch
-        rep_rows = sig_row[reps]
-        rep_keys = np.ascontiguousarray(bk[rep_rows].T)  # band j's keys: row j
+    def _candidates(self, w: _Work) -> None:
+        """Archive postings for each representative (ci, cd), LSH pairs inside the batch (bp)."""
+        cfg = self.config
+        st, few, reps = w.st, w.few, w.reps
+        rep_rows = w.sig_row[reps]
+        rep_keys = np.ascontiguousarray(w.bk[rep_rows].T)  # band j's keys: row j
         if 0 < len(reps) <= store.SMALL_QUERY:  # a few articles (the service's): every band at once
             q_, cd = store.lookup_bands([h for _, h in few[1:]], rep_keys, st.tombstones, st.l0)
             ci = reps[q_]
@@ -144,21 +257,26 @@ class Planning(IndexAttrs):
                     ca_d.append(d)
             ci = np.concatenate(ca_i) if ca_i else np.zeros(0, np.int64)
             cd = np.concatenate(ca_d) if ca_d else np.zeros(0, np.int64)
-        ci_hits, cd_hits = ci, cd  # each pair once per band it shares (budget.archive_rounds)
+        w.ci_hits, w.cd_hits = ci, cd  # each pair once per band it shares (budget.archive_rounds)
         if len(ci):  # each (batch document, archive document) once, in that order
-            ci, cd = (unique_pairs_few if small else unique_pairs)(ci, cd)
+            ci, cd = (unique_pairs_few if w.small else unique_pairs)(ci, cd)
+        w.ci, w.cd = ci, cd
         if len(reps) > 1:
-            bp = pairs_from_keys(np.ascontiguousarray(bk[rep_rows])).astype(np.int64)
-            bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
+            bp = pairs_from_keys(np.ascontiguousarray(w.bk[rep_rows])).astype(np.int64)
+            w.bp = reps[bp] if len(bp) else np.zeros((0, 2), np.int64)
         else:
-            bp = np.zeros((0, 2), np.int64)
+            w.bp = np.zeros((0, 2), np.int64)
 
-        sw.lap("plan: lookups, batch pairs")
-        # archive documents involved (candidates and exact targets): metadata in this snapshot
-        arch_docs = sorted(set(cd.tolist()).union(arch_exact[arch_exact >= 0].tolist()))
-        meta = self._doc_meta(conn, arch_docs)
-        alive = np.array([d in meta for d in cd.tolist()], dtype=bool) if len(cd) else np.zeros(0, bool)
-        ci, cd = ci[alive], cd[alive]
+    def _archive_meta(self, w: _Work) -> None:
+        """The archive documents involved (candidates and exact targets): their metadata in this
+        snapshot; those removed since the postings were read dropped; SimHash candidates
+        checked on the whole fingerprints."""
+        cfg = self.config
+        arch_exact = w.arch_exact
+        arch_docs = sorted(set(w.cd.tolist()).union(arch_exact[arch_exact >= 0].tolist()))
+        w.meta = meta = self._doc_meta(w.conn, arch_docs)
+        alive = np.array([d in meta for d in w.cd.tolist()], dtype=bool) if len(w.cd) else np.zeros(0, bool)
+        w.ci, w.cd = w.ci[alive], w.cd[alive]
         for i in np.flatnonzero(arch_exact >= 0).tolist():
             if int(arch_exact[i]) not in meta:  # removed since the postings were read
                 arch_exact[i] = -1
@@ -166,85 +284,124 @@ class Planning(IndexAttrs):
         if cfg.settings.method == "simhash":
             # a candidate shares a block; it is one when the whole fingerprints are within
             # max_distance bits (as neardup dedup's SimHash tables)
-            fa = self._sigs_of(conn, cd.tolist(), meta)
+            sigs, sig_row, ci, cd = w.sigs, w.sig_row, w.ci, w.cd
+            fa = self._sigs_of(w.conn, cd.tolist(), meta)
             far = np.array([fa[d][0] for d in cd.tolist()], np.uint64)
             ok = hamming(sigs[sig_row[ci], 0], far) <= cfg.settings.max_distance
-            ci, cd = ci[ok], cd[ok]
+            w.ci, w.cd = ci[ok], cd[ok]
+            bp = w.bp
             ok = hamming(sigs[sig_row[bp[:, 0]], 0], sigs[sig_row[bp[:, 1]], 0]) <= cfg.settings.max_distance
-            bp = bp[ok]
+            w.bp = bp[ok]
 
-        sw.lap("plan: archive metadata")
-        # verification (the pipeline's kernels)
-        hcache: dict = {}  # shingle hash sets, shared with the similarities to keepers
-        bar = cfg.pass_bar
-        budgeted = cfg.store_text  # (a removal verifies again from the texts: budget.py)
-        groups = budget.rounds_needed(ci, cd, meta, self.steps.candidates_per_cluster) if budgeted else None
+    def _verify_candidates(self, w: _Work) -> None:
+        """The similarity of every candidate pair (the pipeline's kernels): sims_a of (ci, cd),
+        sims_b of bp; a story larger than a round verified in rounds (budget.py)."""
+        bar = self.config.pass_bar
+        w.budgeted = budgeted = self.config.store_text  # (a removal verifies again from the texts: budget.py)
+        ci, cd = w.ci, w.cd
+        groups = budget.rounds_needed(ci, cd, w.meta, self.steps.candidates_per_cluster) if budgeted else None
         if groups is not None:
             # a story larger than a round: its candidates verified in rounds, by cluster
             no_pairs = np.zeros((0, 2), np.int64)
-            ci, cd, sims_a = budget.archive_rounds(
-                ci, cd, _hits(ci_hits, cd_hits, ci, cd), groups,
-                lambda i_, d_: self._verify(conn, docs, sigs, sig_row, i_, d_, no_pairs, meta, hcache)[0], bar,
+            w.ci, w.cd, w.sims_a = budget.archive_rounds(
+                ci, cd, _hits(w.ci_hits, w.cd_hits, ci, cd), groups,
+                lambda i_, d_: self._verify(w, i_, d_, no_pairs)[0], bar,
                 self.steps.candidates_per_cluster)
-            sims_b = self._verify(conn, docs, sigs, sig_row, ci[:0], cd[:0], bp, meta, hcache)[1]
+            w.sims_b = self._verify(w, w.ci[:0], w.cd[:0], w.bp)[1]
         else:
-            sims_a, sims_b = self._verify(conn, docs, sigs, sig_row, ci, cd, bp, meta, hcache, sw)
-        sw.lap("plan: verification: shingles, Jaccard")
-        ok_a = sims_a >= bar
-        ok_b = sims_b >= bar
-        ci, cd, sims_a = ci[ok_a], cd[ok_a], sims_a[ok_a]
-        bp, sims_b = bp[ok_b], sims_b[ok_b]
+            w.sims_a, w.sims_b = self._verify(w, ci, cd, w.bp, w.sw)
 
-        ae = np.flatnonzero(arch_exact >= 0)
-        be = np.flatnonzero(batch_exact >= 0)
-        if not (len(ae) or len(be) or len(ci) or len(bp)):
+    def _keep_passing(self, w: _Work) -> None:
+        """The candidate pairs that pass the bar."""
+        bar = self.config.pass_bar
+        ok_a = w.sims_a >= bar
+        ok_b = w.sims_b >= bar
+        w.ci, w.cd, w.sims_a = w.ci[ok_a], w.cd[ok_a], w.sims_a[ok_a]
+        w.bp, w.sims_b = w.bp[ok_b], w.sims_b[ok_b]
+
+    def _union(self, w: _Work) -> None:
+        """Union-find over the new edges and the clusters they touch: each batch document's
+        cluster (cluster_of), the clusters merged away, the next free cluster number."""
+        w.ae = ae = np.flatnonzero(w.arch_exact >= 0)
+        w.be = be = np.flatnonzero(w.batch_exact >= 0)
+        n = w.n
+        if not (len(ae) or len(be) or len(w.ci) or len(w.bp)):
             # nothing joins anything (new stories only: most of the service's single articles):
             # each document starts a cluster of its own, numbered in batch order, which is what
             # the general path below gives, without its two dozen array calls
-            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            merged: dict[int, int] = {}
-            cluster_of = next_cluster + np.arange(n, dtype=np.int64)
-            next_cluster += n
-            all_new = True
+            w.first_new = next_cluster = int(self._meta(w.conn, "next_cluster"))
+            w.merged = {}
+            w.cluster_of = next_cluster + np.arange(n, dtype=np.int64)
+            w.next_cluster = next_cluster + n
+            w.all_new = True
         else:
-            all_new = False
-            first_new = next_cluster = int(self._meta(conn, "next_cluster"))
-            cluster_of, merged, next_cluster = (join_few if small else join)(
-                n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster)
+            w.all_new = False
+            w.first_new = next_cluster = int(self._meta(w.conn, "next_cluster"))
+            w.cluster_of, w.merged, w.next_cluster = (join_few if w.small else join)(
+                n, w.meta, ae, w.arch_exact, be, w.batch_exact, w.ci, w.cd, w.bp, next_cluster)
 
-        sw.lap("plan: union-find")
-        # keepers and similarities to the keeper, per affected cluster
-        next_doc = int(self._meta(conn, "next_doc"))
-        doc_nums = np.arange(next_doc, next_doc + n, dtype=np.int64)
-        dn = doc_nums.tolist()
-        if all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
-            singles = (cluster_of, doc_nums)
-            batch_by_cluster: dict[int, list[int]] = {}
+    def _group_batch(self, w: _Work) -> None:
+        """The batch's document numbers, and its documents by cluster: the singles (new
+        clusters of one batch document) apart."""
+        w.next_doc = next_doc = int(self._meta(w.conn, "next_doc"))
+        w.doc_nums = doc_nums = np.arange(next_doc, next_doc + w.n, dtype=np.int64)
+        w.dn = doc_nums.tolist()
+        if w.all_new:  # every document a new cluster of its own: all singles (cluster_of is sorted)
+            w.singles = (w.cluster_of, doc_nums)
+            w.batch_by_cluster = {}
         else:
-            singles, batch_by_cluster = (group_few if small else group)(cluster_of, doc_nums, first_new)
-        multi_cl = sorted(batch_by_cluster)
+            w.singles, w.batch_by_cluster = (group_few if w.small else group)(w.cluster_of, doc_nums, w.first_new)
+
+    def _touched_clusters(self, w: _Work) -> None:
+        """The archive members of the touched clusters (each joined by a batch document or
+        merged) and their keepers; which clusters were merged into which."""
+        multi_cl = sorted(w.batch_by_cluster)
         # the clusters asked for are the touched ones (each joined by a batch document or merged)
-        old_keeper: dict[int, int | None] = {}
-        touched = [c for c in multi_cl if c < first_new] + list(merged)
-        old_members = self._cluster_members(conn, touched, old_keeper)
-        old_multi = sum(1 for c in set(touched) if len(old_members.get(c, ())) >= 2)  # (counters.py)
-        cluster_rows: dict[int, tuple[int, int]] = {}  # clusters other than the singles: (keeper, size)
-        member_updates: list[tuple[float, str | None, int, int]] = []
-        new_sim = np.ones(n)
-        new_match: list[str | None] = [None] * n
-        sim_jobs: list[tuple[str, int, str, int, int]] = []  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
-        prefer = self.config.settings.prefer_source
-        absorbed: dict[int, list[int]] = {}
-        for o_, t in merged.items():
-            absorbed.setdefault(t, []).append(o_)
-        # the pipeline's keeper rule, vectorised over every cluster with more than one member
-        multi = []
+        w.old_keeper = {}
+        touched = [c for c in multi_cl if c < w.first_new] + list(w.merged)
+        w.old_members = self._cluster_members(w.conn, touched, w.old_keeper)
+        w.old_multi = sum(1 for c in set(touched) if len(w.old_members.get(c, ())) >= 2)  # (counters.py)
+        w.cluster_rows = {}
+        w.member_updates = []
+        w.new_sim = np.ones(w.n)
+        w.new_match = [None] * w.n
+        w.sim_jobs = []
+        w.absorbed = {}
+        for o_, t in w.merged.items():
+            w.absorbed.setdefault(t, []).append(o_)
+
+    def _keepers(self, w: _Work) -> None:
+        """The keeper of every cluster with more than one member, re-decided, its row
+        (cluster_rows), and the similarities to it that are due: 1.0 for the keeper itself, a
+        job (sim_jobs) for each other new member and each archive member whose keeper changed
+        or that moved."""
+        multi = [(c, w.olds_of(c), w.batch_by_cluster[c]) for c in sorted(w.batch_by_cluster)]
+        keeper_of_multi = self._pick_keepers_of(w, multi)
+        dn = w.dn
+        for k, (c, olds, news) in enumerate(multi):
+            keeper_doc = keeper_of_multi[k]
+            w.cluster_rows[c] = (keeper_doc, len(olds) + len(news))
+            keeper_changed = w.old_keeper.get(c) != keeper_doc
+            for mm in olds:
+                if mm["doc"] == keeper_doc:
+                    if mm["match"] is not None or mm["cluster"] != c:
+                        w.member_updates.append((1.0, None, c, mm["doc"]))
+                elif keeper_changed or mm["cluster"] != c:
+                    w.sim_jobs.append(("a", mm["doc"], "k", keeper_doc, c))
+            for i in news:
+                if dn[i] == keeper_doc:
+                    w.new_sim[i], w.new_match[i] = 1.0, None
+                else:
+                    w.sim_jobs.append(("b", i, "k", keeper_doc, c))
+
+    def _pick_keepers_of(self, w: _Work, multi: list[tuple[int, list[dict], list[int]]]) -> list[int]:
+        """The pipeline's keeper rule, vectorised over every cluster of `multi` (cluster, its
+        archive members, its batch documents): each one's keeper document."""
+        if not multi:
+            return []
+        docs, dn = w.docs, w.dn
         ent_lab, ent_id, ent_t, ent_src, ent_doc = [], [], [], [], []
-        for c in multi_cl:
-            news = batch_by_cluster[c]
-            olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
-            multi.append((c, olds, news))
-            k = len(multi) - 1
+        for k, (_, olds, news) in enumerate(multi):
             for m in olds:
                 ent_lab.append(k)
                 ent_id.append(m["id"])
@@ -257,60 +414,54 @@ class Planning(IndexAttrs):
                 ent_t.append(docs[i].time)
                 ent_src.append(docs[i].source)
                 ent_doc.append(dn[i])
-        if multi:
-            e_ = len(ent_lab)
-            id_rank = np.empty(e_, np.int64)
-            id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e_)
-            ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e_), np.array(ent_t, np.float64),
-                                           source_ranks(ent_src, prefer), id_rank)
-            keeper_of_multi = [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
-        for k, (c, olds, news) in enumerate(multi):
-            keeper_doc = keeper_of_multi[k]
-            cluster_rows[c] = (keeper_doc, len(olds) + len(news))
-            keeper_changed = old_keeper.get(c) != keeper_doc
-            for mm in olds:
-                if mm["doc"] == keeper_doc:
-                    if mm["match"] is not None or mm["cluster"] != c:
-                        member_updates.append((1.0, None, c, mm["doc"]))
-                elif keeper_changed or mm["cluster"] != c:
-                    sim_jobs.append(("a", mm["doc"], "k", keeper_doc, c))
-            for i in news:
-                if dn[i] == keeper_doc:
-                    new_sim[i], new_match[i] = 1.0, None
-                else:
-                    sim_jobs.append(("b", i, "k", keeper_doc, c))
-        sw.lap("plan: keepers")
-        arch_rows = {m["doc"]: m for ms in old_members.values() for m in ms}
-        self._keeper_sims(conn, docs, sigs, sig_row, ek, doc_nums, sim_jobs, member_updates, new_sim, new_match,
-                          arch_rows, hcache)
-        sw.lap("plan: similarities to keepers")
+        e_ = len(ent_lab)
+        id_rank = np.empty(e_, np.int64)
+        id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e_)
+        ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e_), np.array(ent_t, np.float64),
+                                       source_ranks(ent_src, self.config.settings.prefer_source), id_rank)
+        return [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
 
-        # closest earlier document of each batch document: an exact match, else the most similar
-        # verified pair (the first of equals: archive pairs by document, then batch pairs)
-        closest: list[tuple[Any, float, str] | None] = [None] * n
-        for i in ae.tolist():
+    def _closest(self, w: _Work) -> list[tuple[Any, float, str] | None]:
+        """The closest earlier document of each batch document: an exact match, else the most
+        similar verified pair (the first of equals: archive pairs by document, then batch pairs)."""
+        docs, meta, arch_exact, batch_exact, ci, cd, bp = w.docs, w.meta, w.arch_exact, w.batch_exact, w.ci, w.cd, w.bp
+        closest: list[tuple[Any, float, str] | None] = [None] * w.n
+        for i in w.ae.tolist():
             closest[i] = (meta[int(arch_exact[i])]["id_value"], 1.0, "exact")
-        for i, a in zip(be.tolist(), batch_exact[be].tolist()):
+        for i, a in zip(w.be.tolist(), batch_exact[w.be].tolist()):
             closest[i] = (docs[a].id, 1.0, "exact")
         tgt = np.concatenate([ci, bp[:, 1]])
         if len(tgt):
-            sims_all = np.concatenate([sims_a, sims_b])
+            sims_all = np.concatenate([w.sims_a, w.sims_b])
             na = len(ci)
-            for p_ in (best_pairs_few if small else best_pairs)(tgt, sims_all):
+            for p_ in (best_pairs_few if w.small else best_pairs)(tgt, sims_all):
                 i = int(tgt[p_])
                 if closest[i] is None:
                     ident = meta[int(cd[p_])]["id_value"] if p_ < na else docs[int(bp[p_ - na, 0])].id
                     closest[i] = (ident, float(sims_all[p_]), "near")
-        if budgeted:  # the pairs stored: a budget per document, and a forest that keeps the clusters
-            ka, kb = budget.kept_pairs(n, ci, cd, sims_a, bp, sims_b, ae, arch_exact, be, batch_exact, meta,
-                                       self.steps.pairs_per_document)
+        return closest
+
+    def _stored_pairs(self, w: _Work) -> list[tuple[int, int, float]]:
+        """The verified pairs stored, as (document, document, similarity): with texts kept, a
+        budget per document and a forest that keeps the clusters (budget.kept_pairs)."""
+        ci, cd, sims_a, bp, sims_b, doc_nums = w.ci, w.cd, w.sims_a, w.bp, w.sims_b, w.doc_nums
+        if w.budgeted:  # the pairs stored: a budget per document, and a forest that keeps the clusters
+            ka, kb = budget.kept_pairs(w.n, ci, cd, sims_a, bp, sims_b, w.ae, w.arch_exact, w.be, w.batch_exact,
+                                       w.meta, self.steps.pairs_per_document)
             ci_s, cd_s, sa_s, bp_s, sb_s = ci[ka], cd[ka], sims_a[ka], bp[kb], sims_b[kb]
         else:
             ci_s, cd_s, sa_s, bp_s, sb_s = ci, cd, sims_a, bp, sims_b
         pairs = [(int(d), int(doc_nums[i]), float(s)) for i, d, s in zip(ci_s.tolist(), cd_s.tolist(), sa_s.tolist())]
         pairs += [(int(doc_nums[a]), int(doc_nums[b]), float(s)) for (a, b), s in zip(bp_s.tolist(), sb_s.tolist())]
+        return pairs
 
-        # verdicts: built when asked for (an add from the CLI only counts them)
+    @staticmethod
+    def _verdicts(w: _Work, closest: list[tuple[Any, float, str] | None]) -> Verdicts:
+        """The batch's verdicts, built when asked for (an add from the CLI only counts them).
+        Their closures hold what they read, not the plan's working state (its hash sets)."""
+        docs, cluster_rows, singles, next_doc, dn = w.docs, w.cluster_rows, w.singles, w.next_doc, w.dn
+        absorbed, old_members, batch_by_cluster = w.absorbed, w.old_members, w.batch_by_cluster
+
         def keeper_doc_of(c: int) -> int:
             r = cluster_rows.get(c)
             if r is not None:
@@ -326,11 +477,7 @@ class Planning(IndexAttrs):
             kid = next(v for d, v in members if d == kdoc)
             return kid, [v for d, v in members if d != kdoc]
 
-        verdicts = Verdicts(docs, cluster_of, keeper_doc_of, doc_nums, closest, alternates_of)
-        sw.lap("plan: closest, verdicts")
-        self.last_stages = sw.times
-        return Plan(docs, extras, doc_nums, ek, has_tok, sigs, sig_row, bk, cluster_of, singles, merged,
-                     cluster_rows, first_new, member_updates, new_sim, new_match, closest, pairs, verdicts, next_cluster, old_multi, sw)
+        return Verdicts(docs, w.cluster_of, keeper_doc_of, w.doc_nums, closest, alternates_of)
 
     def _few_handles(self, st: State, arrays: list[Postings]) -> list[tuple[list, _core.PostingArrays]]:
         """Per band (exact keys first), the segments' arrays, and the same held by the Rust core
@@ -434,31 +581,33 @@ class Planning(IndexAttrs):
             cache.update(zip(miss, hs))
         return [cache[w] for w in want]
 
-    def _verify(self, conn, docs, sigs, sig_row, ci, cd, bp, meta, cache: dict,
+    def _verify(self, w: _Work, ci: np.ndarray, cd: np.ndarray, bp: np.ndarray,
                 sw: Stages | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
-        batch_need, bl, al, allp = (pair_rows_few if len(docs) <= self.steps.small_plan else pair_rows)(ci, cd, bp)
+        batch_need, bl, al, allp = (pair_rows_few if len(w.docs) <= self.steps.small_plan else pair_rows)(ci, cd, bp)
         na = len(ci)
         if self.config.settings.verify == "exact":
-            hs = self._hash_sets(conn, docs, [("b", i) for i in bl] + [("a", d) for d in al], meta, cache, sw)
+            hs = self._hash_sets(w.conn, w.docs, [("b", i) for i in bl] + [("a", d) for d in al], w.meta, w.hcache, sw)
             sims = verify_exact(HashSets(hs), allp, self.config.settings.measure, self.threads)
         else:
-            asg = self._sigs_of(conn, al, meta)
-            mat = np.concatenate([self._as_stored(sigs[sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else []))
+            asg = self._sigs_of(w.conn, al, w.meta)
+            mat = np.concatenate([self._as_stored(w.sigs[w.sig_row[batch_need]])]
+                                 + ([np.stack([asg[d] for d in al])] if al else []))
             sims = self._estimate(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
         return sims[:na], sims[na:]
 
-    def _keeper_sims(self, conn, docs, sigs, sig_row, ek, doc_nums, jobs, member_updates, new_sim, new_match,
-                     arch_rows: dict[int, dict], cache: dict) -> None:
-        """Similarity of members to their keeper (1.0 'exact' for the same normalised text).
-        `arch_rows`: every archive member of an affected cluster (``_cluster_members``)."""
+    def _keeper_sims(self, w: _Work, jobs: list[tuple[str, int, str, int, int]], arch_rows: dict[int, dict]) -> None:
+        """Similarity of members to their keeper (1.0 'exact' for the same normalised text),
+        into w's member_updates, new_sim, new_match. `arch_rows`: every archive member of an
+        affected cluster (``_cluster_members``)."""
         if not jobs:
             return
+        doc_nums = w.doc_nums
         dn0, n = (int(doc_nums[0]), len(doc_nums)) if len(doc_nums) else (0, 0)
-        ekl = ek.tolist()
+        ekl = w.ek.tolist()
 
         def ekey(d: int) -> int:
             m = arch_rows.get(d)
@@ -470,7 +619,7 @@ class Planning(IndexAttrs):
             d = x if kind == "a" else dn0 + x
             k = ekey(d)
             if k != 0 and k == ekey(kdoc):
-                self._set_sim(job, 1.0, "exact", member_updates, new_sim, new_match)
+                self._set_sim(job, 1.0, "exact", w)
             else:
                 need_pairs.append((job, d, kdoc))
         if not need_pairs:
@@ -480,19 +629,19 @@ class Planning(IndexAttrs):
         pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
         item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
         if self.config.settings.verify == "exact":
-            sims = verify_exact(HashSets(self._hash_sets(conn, docs, item, arch_rows, cache)), pr, self.config.settings.measure,
-                                self.threads)
+            sims = verify_exact(HashSets(self._hash_sets(w.conn, w.docs, item, arch_rows, w.hcache)), pr,
+                                self.config.settings.measure, self.threads)
         else:
-            asg = self._sigs_of(conn, [x for kind, x in item if kind == "a"])
-            mat = np.stack([self._as_stored(sigs[sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
+            asg = self._sigs_of(w.conn, [x for kind, x in item if kind == "a"])
+            mat = np.stack([self._as_stored(w.sigs[w.sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])
             sims = self._estimate(mat, pr)
         for (job, _, _), s in zip(need_pairs, np.asarray(sims).tolist()):
-            self._set_sim(job, float(s), "near", member_updates, new_sim, new_match)
+            self._set_sim(job, float(s), "near", w)
 
     @staticmethod
-    def _set_sim(job, s, match, member_updates, new_sim, new_match) -> None:
+    def _set_sim(job: tuple[str, int, str, int, int], s: float, match: str, w: _Work) -> None:
         kind, x, _, _, c = job
         if kind == "a":
-            member_updates.append((round(s, 6), match, c, x))
+            w.member_updates.append((round(s, 6), match, c, x))
         else:
-            new_sim[x], new_match[x] = round(s, 6), match
+            w.new_sim[x], w.new_match[x] = round(s, 6), match

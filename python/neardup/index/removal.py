@@ -12,6 +12,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -82,6 +83,29 @@ def older_than_seconds(v: Any) -> float | None:
                                 f"'30d', got {type(v).__name__}")
 
 
+@dataclass
+class _Removing:
+    """A remove in the making (``Removal._remove_docs``): the documents removed, the affected
+    clusters' members as they were, and the rows each step adds for the commit."""
+
+    conn: sqlite3.Connection
+    docs: list[int]  # the documents removed, sorted
+    scrub: bool
+    now: float
+    rows: list[tuple]  # theirs: (doc, cluster, text_file, text_offset, text_length, id)
+    gone: set[int]
+    affected: list[int]  # their clusters, sorted
+    old_keeper: dict[int, int | None]
+    members: dict[int, list[dict]]  # every member of the affected clusters, removed or not
+    keeper_successor: dict[int, int]  # removed keeper -> the surviving document that takes its place
+    next_cluster: int
+    cluster_updates: list[tuple] = field(default_factory=list)  # (keeper, size, updated, cluster)
+    new_clusters: list[int] = field(default_factory=list)
+    doc_updates: list[tuple[float, str | None, int, int]] = field(default_factory=list)  # (similarity, match, cluster, doc)
+    inherited: list[tuple] = field(default_factory=list)  # (a, b, similarity): pairs of a removed document, passed to its exact copy
+    merged_moves: list[tuple[int | None, int | None, float, int]] = field(default_factory=list)
+
+
 class Removal(IndexAttrs):
     def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True,
                limit: int | None = None) -> int:
@@ -140,8 +164,21 @@ class Removal(IndexAttrs):
 
     def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
         now = time.time()
-        dl = docs
         before = self._state  # advanced after the commit, not reloaded (_after_remove)
+        r = self._removing(conn, docs, scrub, now)
+        for c in r.affected:
+            self._recompute_cluster(r, c)
+        # the clusters merged into a touched one follow their documents to the part now holding
+        # them, or are emptied with it (_merged_moves)
+        r.merged_moves = self._merged_moves(conn, r.affected, r.members, r.gone, r.doc_updates, now)
+        gen = self._commit_removal(r)
+        self._after_remove(before, gen, docs)
+        self._scrub_removed(r)
+        return len(r.gone)
+
+    def _removing(self, conn, dl: list[int], scrub: bool, now: float) -> _Removing:
+        """The removed documents' rows, their clusters' members and keepers, and the successors
+        of the keepers removed."""
         rows = []
         for s in range(0, len(dl), 30000):
             chunk = dl[s : s + 30000]
@@ -161,155 +198,194 @@ class Removal(IndexAttrs):
                                and old[k]["cluster"] == c})
         keeper_successor = self._successors(conn, lost_keepers, old, survivors)
         next_cluster = int(self._meta(conn, "next_cluster"))
-        cluster_updates = []  # (keeper, size, updated, cluster)
-        new_clusters = []
-        doc_updates: list[tuple[float, str | None, int, int]] = []  # (similarity, match, cluster, doc)
-        inherited = []  # (a, b, similarity): pairs of a removed document, passed to its exact copy
-        for c in affected:
-            rest = sorted((m for m in members.get(c, []) if m["doc"] not in gone), key=lambda m: m["doc"])
-            if not rest:
-                cluster_updates.append((None, 0, now, c))
-                continue
-            pos = {m["doc"]: i for i, m in enumerate(rest)}
-            edges = []
-            ds = list(pos)
-            for s in range(0, len(ds), 15000):
-                chunk = ds[s : s + 15000]
-                ph = ",".join("?" * len(chunk))
-                for a, b in conn.execute(f"SELECT a, b FROM pairs WHERE a IN ({ph}) OR b IN ({ph})", chunk + chunk):
-                    if a in pos and b in pos:
-                        edges.append((pos[a], pos[b]))
-            # An exact copy is joined to its original by the exact pass and verified against
-            # nothing: the original's pairs are its pairs too (the same normalised text, the
-            # same shingles). With the original removed they pass to the first surviving copy,
-            # as neardup dedup over the documents left would verify them; otherwise a near copy
-            # of the original and its exact copy fell apart.
-            first_of_key: dict[int, int] = {}
-            for i, m in enumerate(rest):
-                if m["exact_key"] != 0:
-                    first_of_key.setdefault(m["exact_key"], i)
-            heir = {m["doc"]: first_of_key[m["exact_key"]] for m in members.get(c, [])
-                    if m["doc"] in gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
-            if heir:
-                for a, b, sim in _pairs_touching(conn, list(heir)):
-                    ia = heir.get(a, pos.get(a))
-                    ib = heir.get(b, pos.get(b))
-                    if ia is None or ib is None or ia == ib:
-                        continue
-                    edges.append((ia, ib))
-                    da, db = rest[ia]["doc"], rest[ib]["doc"]
-                    inherited.append((min(da, db), max(da, db), sim))
-            by_key: dict[int, int] = {}
-            for i, m in enumerate(rest):
-                if m["exact_key"] != 0:
-                    j = by_key.setdefault(m["exact_key"], i)
-                    if j != i:
-                        edges.append((j, i))
-            lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
-            if self.config.store_text and len(_sets.unique(lab)) > 1:
-                # split on the stored pairs, which are a budget of the verified ones (budget.py):
-                # the pairs across the parts that neardup dedup would verify, verified again
-                for i, j, sim in self._bridges(conn, rest, lab):
-                    edges.append((i, j))
-                    inherited.append((rest[i]["doc"], rest[j]["doc"], sim))  # (i < j: doc order)
-                lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
-                                 np.int64)
-            comps: dict[int, list[int]] = {}
-            for i, l in enumerate(lab.tolist()):
-                comps.setdefault(l, []).append(i)
-            k = old_keeper.get(c)
-            anchor = k if k in pos else keeper_successor.get(k) if k is not None else None
-            order = sorted(comps.items(), key=lambda kv: min(rest[i]["doc"] for i in kv[1]))  # oldest first
-            keeps = int(lab[pos[anchor]]) if anchor in pos else order[0][0]
-            for l, idxs in order:
-                part = [rest[i] for i in idxs]
-                if l == keeps:
-                    cid = c
-                else:
-                    cid = next_cluster
-                    next_cluster += 1
-                    new_clusters.append(cid)
-                keeper = self._pick(part)
-                cluster_updates.append((keeper["doc"], len(part), now, cid))
-                jobs = []
-                for m in part:
-                    if m["doc"] == keeper["doc"]:
-                        doc_updates.append((1.0, None, cid, m["doc"]))
-                    elif m["exact_key"] != 0 and m["exact_key"] == keeper["exact_key"]:
-                        doc_updates.append((1.0, "exact", cid, m["doc"]))
-                    else:
-                        jobs.append(m)
-                if jobs:
-                    ds2 = [keeper["doc"]] + [m["doc"] for m in jobs]
-                    pr = np.array([[i + 1, 0] for i in range(len(jobs))], np.int64)
-                    sims = self._pair_measure(conn, ds2)(pr)
-                    for m, s in zip(jobs, sims.tolist()):
-                        doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
-        # the clusters merged into a touched one follow their documents to the part now holding
-        # them, or are emptied with it (_merged_moves)
-        merged_moves = self._merged_moves(conn, affected, members, gone, doc_updates, now)
+        return _Removing(conn, dl, scrub, now, rows, gone, affected, old_keeper, members, keeper_successor,
+                         next_cluster)
+
+    def _recompute_cluster(self, r: _Removing, c: int) -> None:
+        """Cluster `c` recomputed from the stored pairs of its surviving members: emptied, or
+        split into its parts, each with its keeper re-decided."""
+        rest = sorted((m for m in r.members.get(c, []) if m["doc"] not in r.gone), key=lambda m: m["doc"])
+        if not rest:
+            r.cluster_updates.append((None, 0, r.now, c))
+            return
+        pos = {m["doc"]: i for i, m in enumerate(rest)}
+        edges = self._stored_edges(r.conn, pos)
+        self._inherit_pairs(r, c, rest, pos, edges)
+        by_key: dict[int, int] = {}
+        for i, m in enumerate(rest):
+            if m["exact_key"] != 0:
+                j = by_key.setdefault(m["exact_key"], i)
+                if j != i:
+                    edges.append((j, i))
+        lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
+        if self.config.store_text and len(_sets.unique(lab)) > 1:
+            # split on the stored pairs, which are a budget of the verified ones (budget.py):
+            # the pairs across the parts that neardup dedup would verify, verified again
+            for i, j, sim in self._bridges(r.conn, rest, lab):
+                edges.append((i, j))
+                r.inherited.append((rest[i]["doc"], rest[j]["doc"], sim))  # (i < j: doc order)
+            lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
+                             np.int64)
+        self._renumber_parts(r, c, rest, pos, lab)
+
+    @staticmethod
+    def _stored_edges(conn, pos: dict[int, int]) -> list[tuple[int, int]]:
+        """The stored pairs among the documents of `pos` ({doc: position}), as positions."""
+        edges = []
+        ds = list(pos)
+        for s in range(0, len(ds), 15000):
+            chunk = ds[s : s + 15000]
+            ph = ",".join("?" * len(chunk))
+            for a, b in conn.execute(f"SELECT a, b FROM pairs WHERE a IN ({ph}) OR b IN ({ph})", chunk + chunk):
+                if a in pos and b in pos:
+                    edges.append((pos[a], pos[b]))
+        return edges
+
+    @staticmethod
+    def _inherit_pairs(r: _Removing, c: int, rest: list[dict], pos: dict[int, int],
+                       edges: list[tuple[int, int]]) -> None:
+        """An exact copy is joined to its original by the exact pass and verified against
+        nothing: the original's pairs are its pairs too (the same normalised text, the same
+        shingles). With the original removed they pass to the first surviving copy (edges, and
+        r.inherited), as neardup dedup over the documents left would verify them; otherwise a
+        near copy of the original and its exact copy fell apart."""
+        first_of_key: dict[int, int] = {}
+        for i, m in enumerate(rest):
+            if m["exact_key"] != 0:
+                first_of_key.setdefault(m["exact_key"], i)
+        heir = {m["doc"]: first_of_key[m["exact_key"]] for m in r.members.get(c, [])
+                if m["doc"] in r.gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
+        if heir:
+            for a, b, sim in _pairs_touching(r.conn, list(heir)):
+                ia = heir.get(a, pos.get(a))
+                ib = heir.get(b, pos.get(b))
+                if ia is None or ib is None or ia == ib:
+                    continue
+                edges.append((ia, ib))
+                da, db = rest[ia]["doc"], rest[ib]["doc"]
+                r.inherited.append((min(da, db), max(da, db), sim))
+
+    def _renumber_parts(self, r: _Removing, c: int, rest: list[dict], pos: dict[int, int], lab: np.ndarray) -> None:
+        """The parts `lab` of cluster `c`'s surviving members `rest`: the one holding its keeper
+        (else the keeper's successor, else the oldest document) keeps the number, the others
+        get new ones; each part's keeper picked and its members' similarities to it."""
+        comps: dict[int, list[int]] = {}
+        for i, l in enumerate(lab.tolist()):
+            comps.setdefault(l, []).append(i)
+        k = r.old_keeper.get(c)
+        anchor = k if k in pos else r.keeper_successor.get(k) if k is not None else None
+        order = sorted(comps.items(), key=lambda kv: min(rest[i]["doc"] for i in kv[1]))  # oldest first
+        keeps = int(lab[pos[anchor]]) if anchor in pos else order[0][0]
+        for l, idxs in order:
+            part = [rest[i] for i in idxs]
+            if l == keeps:
+                cid = c
+            else:
+                cid = r.next_cluster
+                r.next_cluster += 1
+                r.new_clusters.append(cid)
+            keeper = self._pick(part)
+            r.cluster_updates.append((keeper["doc"], len(part), r.now, cid))
+            self._similarities_to_keeper(r, cid, part, keeper)
+
+    def _similarities_to_keeper(self, r: _Removing, cid: int, part: list[dict], keeper: dict) -> None:
+        """Each member's similarity to its part's keeper (r.doc_updates): 1.0 for the keeper,
+        1.0 'exact' for its exact copies, else measured as the index verifies."""
+        jobs = []
+        for m in part:
+            if m["doc"] == keeper["doc"]:
+                r.doc_updates.append((1.0, None, cid, m["doc"]))
+            elif m["exact_key"] != 0 and m["exact_key"] == keeper["exact_key"]:
+                r.doc_updates.append((1.0, "exact", cid, m["doc"]))
+            else:
+                jobs.append(m)
+        if jobs:
+            ds2 = [keeper["doc"]] + [m["doc"] for m in jobs]
+            pr = np.array([[i + 1, 0] for i in range(len(jobs))], np.int64)
+            sims = self._pair_measure(r.conn, ds2)(pr)
+            for m, s in zip(jobs, sims.tolist()):
+                r.doc_updates.append((round(float(s), 6), "near", cid, m["doc"]))
+
+    def _commit_removal(self, r: _Removing) -> int:
+        """The remove written in one transaction; returns the new generation."""
+        conn, scrub = r.conn, r.scrub
         # a scrubbing remove also zeroes the database pages it frees whole (the writer's
         # setting, FAST, zeroes only the deleted cells in pages written anyway: store.connect)
         if scrub:
             conn.execute("PRAGMA secure_delete = ON")
         try:
             with immediate(conn):
-                for s in range(0, len(dl), 30000):
-                    chunk = dl[s : s + 30000]
-                    ph = ",".join("?" * len(chunk))
-                    conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
-                    conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
-                    conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
-                    conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
-                    # a removed text must not be written back into the log by a recovery
-                    conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
-                for s in range(0, len(rows), 30000):
-                    # no id of a removed document stays behind as another's closest match
-                    # (store.CLOSEST_INDEX: documents that have one)
-                    ids = [r[5] for r in rows[s : s + 30000]]
-                    conn.execute("UPDATE documents SET closest = NULL, closest_similarity = NULL "
-                                 f"WHERE closest IN ({','.join('?' * len(ids))})", ids)
-                conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", inherited)
-                if scrub and self.config.store_text:  # zeroed after the commit, or by the next writer's open
-                    conn.executemany("INSERT INTO scrubs VALUES (?, ?, ?)",
-                                     [(f, off, ln) for _, _, f, off, ln, _ in rows if f is not None and ln])
-                conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
-                conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in new_clusters])
-                conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", cluster_updates)
-                conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", doc_updates)
-                conn.executemany("UPDATE clusters SET merged_into = ?, keeper = ?, updated_at = ? WHERE cluster = ?",
-                                 merged_moves)
-                conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
-                             (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
-                # the counts (counters.py): each affected cluster was one story; what is left of it
-                # is as many as it split into (none when emptied)
-                after = [u[1] for u in cluster_updates]
-                counts = counters.moved(
-                    counters.read(conn), documents=-len(rows), text_bytes=-sum(r[4] or 0 for r in rows),
-                    stories=sum(1 for z in after if z > 0) - len(affected),
-                    clusters=sum(1 for z in after if z >= 2) - sum(1 for c in affected if len(members.get(c, ())) >= 2))
-                gen = self._bump(conn, next_cluster=next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
-                                 **counts)
+                self._delete_removed(r)
+                return self._write_removal(r)
         finally:
             if scrub:  # back to the connection's setting, even when BEGIN itself failed
                 conn.execute("PRAGMA secure_delete = FAST")
-        self._after_remove(before, gen, dl)
-        if scrub and self.config.store_text:
+
+    @staticmethod
+    def _delete_removed(r: _Removing) -> None:
+        """The removed documents' rows, pairs, level-0 postings and pending texts deleted, and
+        their ids as others' closest match."""
+        conn, dl, rows = r.conn, r.docs, r.rows
+        for s in range(0, len(dl), 30000):
+            chunk = dl[s : s + 30000]
+            ph = ",".join("?" * len(chunk))
+            conn.execute(f"DELETE FROM documents WHERE doc IN ({ph})", chunk)
+            conn.execute(f"DELETE FROM pairs WHERE a IN ({ph})", chunk)
+            conn.execute(f"DELETE FROM pairs WHERE b IN ({ph})", chunk)
+            conn.execute(f"DELETE FROM level0 WHERE doc IN ({ph})", chunk)
+            # a removed text must not be written back into the log by a recovery
+            conn.execute(f"DELETE FROM pending_texts WHERE doc IN ({ph})", chunk)
+        for s in range(0, len(rows), 30000):
+            # no id of a removed document stays behind as another's closest match
+            # (store.CLOSEST_INDEX: documents that have one)
+            ids = [x[5] for x in rows[s : s + 30000]]
+            conn.execute("UPDATE documents SET closest = NULL, closest_similarity = NULL "
+                         f"WHERE closest IN ({','.join('?' * len(ids))})", ids)
+
+    def _write_removal(self, r: _Removing) -> int:
+        """The inherited pairs, scrubs, tombstones, cluster and document updates, the batch row
+        and the counts written; returns the new generation."""
+        conn, dl, rows, now = r.conn, r.docs, r.rows, r.now
+        conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", r.inherited)
+        if r.scrub and self.config.store_text:  # zeroed after the commit, or by the next writer's open
+            conn.executemany("INSERT INTO scrubs VALUES (?, ?, ?)",
+                             [(f, off, ln) for _, _, f, off, ln, _ in rows if f is not None and ln])
+        conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
+        conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in r.new_clusters])
+        conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", r.cluster_updates)
+        conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", r.doc_updates)
+        conn.executemany("UPDATE clusters SET merged_into = ?, keeper = ?, updated_at = ? WHERE cluster = ?",
+                         r.merged_moves)
+        conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
+                     (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
+        # the counts (counters.py): each affected cluster was one story; what is left of it
+        # is as many as it split into (none when emptied)
+        after = [u[1] for u in r.cluster_updates]
+        counts = counters.moved(
+            counters.read(conn), documents=-len(rows), text_bytes=-sum(x[4] or 0 for x in rows),
+            stories=sum(1 for z in after if z > 0) - len(r.affected),
+            clusters=sum(1 for z in after if z >= 2) - sum(1 for c in r.affected if len(r.members.get(c, ())) >= 2))
+        return self._bump(conn, next_cluster=r.next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
+                          **counts)
+
+    def _scrub_removed(self, r: _Removing) -> None:
+        """After a scrubbing remove's commit: the removed texts overwritten in the text log and
+        the WAL emptied of earlier commits' frames."""
+        if r.scrub and self.config.store_text:
             try:
-                self._scrub(conn)
+                self._scrub(r.conn)
             except (OSError, sqlite3.Error) as exc:
                 # the removal is committed: said so, not "the index is as it was"
                 raise ScrubIncompleteError(
-                    f"removed {len(gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
+                    f"removed {len(r.gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
                     "the next writer to open the index finishes it") from exc
-        if scrub:
+        if r.scrub:
             # The WAL file keeps earlier commits' frames until they are overwritten, and one of
             # them may hold a removed text (the insert of its pending_texts row: pending.py) or
             # row: emptied now, or, a reader holding it back, by the service's checkpoint thread
             # (scrub_wal); a closing last connection deletes the file anyway
             self._wal_scrub_due = True
             self.scrub_wal()
-        return len(gone)
 
     def scrub_wal(self) -> bool:
         """Truncate the SQLite WAL if a scrubbing remove left frames of earlier commits in it
