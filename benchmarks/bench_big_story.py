@@ -12,6 +12,7 @@ per arm so that two builds can be compared side by side (``PYTHONPATH`` picks th
 
 Figures are seconds of wall time on a shared machine: compare the arms run in turns.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,16 @@ def main() -> int:
     con = sqlite3.connect(os.path.join(a.out, "index.sqlite"))
     pairs = con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0]
     con.close()
-    res = {"neardup": os.path.dirname(neardup.__file__), "copies": a.copies, "words": a.words,
-           "batch_add_s": round(batch_s, 3), "pairs_stored": pairs,
-           "single_add_ms_median": round(statistics.median(times) * 1000, 1),
-           "single_add_ms_max": round(max(times) * 1000, 1), "singles": a.singles}
+    res = {
+        "neardup": os.path.dirname(neardup.__file__),
+        "copies": a.copies,
+        "words": a.words,
+        "batch_add_s": round(batch_s, 3),
+        "pairs_stored": pairs,
+        "single_add_ms_median": round(statistics.median(times) * 1000, 1),
+        "single_add_ms_max": round(max(times) * 1000, 1),
+        "singles": a.singles,
+    }
     print(json.dumps(res))
     if a.json:
         with open(a.json, "w") as f:

@@ -43,7 +43,11 @@ def run_child(argv: list[str], **popen) -> dict:
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise SystemExit(f"{argv[:4]}... exited with {code}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "peak_rss_mib": round(ru.ru_maxrss / 1024, 1)}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+        "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
+    }
 
 
 # --------------------------------------------------------------------------- datasketch side
@@ -145,8 +149,17 @@ def datasketch_pipeline(corpus: str, outdir: str, id_field: str, text_field: str
             if len(members) < 2:
                 continue
             keeper = min(members)
-            f.write(json.dumps({"cluster": c, "keeper": ids[keeper], "size": len(members),
-                                "members": [{"id": ids[m]} for m in members if m != keeper]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "cluster": c,
+                        "keeper": ids[keeper],
+                        "size": len(members),
+                        "members": [{"id": ids[m]} for m in members if m != keeper],
+                    }
+                )
+                + "\n"
+            )
             c += 1
     with open(os.path.join(outdir, "pairs.jsonl"), "w", encoding="utf-8") as f:
         for a, b, s in verified:
@@ -168,8 +181,17 @@ def datasketch_pipeline(corpus: str, outdir: str, id_field: str, text_field: str
 
 
 def neardup_argv(corpus: str, outdir: str, extra: list[str]) -> list[str]:
-    return [sys.executable, "-c", "import sys; from neardup.cli import main; sys.exit(main())",
-            "dedup", corpus, "-o", outdir, "--quiet", *extra]
+    return [
+        sys.executable,
+        "-c",
+        "import sys; from neardup.cli import main; sys.exit(main())",
+        "dedup",
+        corpus,
+        "-o",
+        outdir,
+        "--quiet",
+        *extra,
+    ]
 
 
 def score(corpus: str, outdir: str, options_from: str | None = None) -> dict:
@@ -181,8 +203,17 @@ def score(corpus: str, outdir: str, options_from: str | None = None) -> dict:
         with open(os.path.join(outdir, "report.json"), "w", encoding="utf-8") as f:
             json.dump({"options": rep["options"]}, f)
     r = evaluate(corpus, outdir, write=False)
-    keys = ("true_pairs", "true_pairs_found", "pair_recall", "reported_pairs", "pair_precision",
-            "reported_pairs_min_jaccard", "pairwise_f1", "adjusted_rand_index", "recall_by_jaccard")
+    keys = (
+        "true_pairs",
+        "true_pairs_found",
+        "pair_recall",
+        "reported_pairs",
+        "pair_precision",
+        "reported_pairs_min_jaccard",
+        "pairwise_f1",
+        "adjusted_rand_index",
+        "recall_by_jaccard",
+    )
     return {k: r[k] for k in keys}
 
 
@@ -193,8 +224,12 @@ def compare(name: str, corpus: str, fields: list[str], id_field: str, text_field
     nd = run_child(neardup_argv(corpus, nd_out, fields))
     with open(os.path.join(nd_out, "report.json"), encoding="utf-8") as f:
         rep = json.load(f)
-    nd.update({k: rep.get(k) for k in ("documents", "exact_copies_removed", "candidates", "verified_pairs",
-                                          "clusters", "copies_removed")})
+    nd.update(
+        {
+            k: rep.get(k)
+            for k in ("documents", "exact_copies_removed", "candidates", "verified_pairs", "clusters", "copies_removed")
+        }
+    )
     nd["stages_s"] = {s["name"]: s["seconds"] for s in rep["stages"]}
     nd["eval"] = score(corpus, nd_out)
     result = {"corpus": corpus, "neardup": nd}
@@ -211,23 +246,36 @@ def compare(name: str, corpus: str, fields: list[str], id_field: str, text_field
 
 
 def table(res: dict) -> str:
-    rows = [("wall s", "wall_s"), ("CPU s", "cpu_s"), ("peak RSS MiB", "peak_rss_mib"),
-            ("exact copies removed", "exact_copies_removed"), ("candidates", "candidates"),
-            ("verified pairs", "verified_pairs"), ("clusters", "clusters"), ("copies removed", "copies_removed")]
+    rows = [
+        ("wall s", "wall_s"),
+        ("CPU s", "cpu_s"),
+        ("peak RSS MiB", "peak_rss_mib"),
+        ("exact copies removed", "exact_copies_removed"),
+        ("candidates", "candidates"),
+        ("verified pairs", "verified_pairs"),
+        ("clusters", "clusters"),
+        ("copies removed", "copies_removed"),
+    ]
     engines = [e for e in ("neardup", "datasketch") if e in res]
     lines = ["| | " + " | ".join(engines) + " |", "|---|" + "---|" * len(engines)]
     for label, key in rows:
         lines.append(f"| {label} | " + " | ".join(str(res[e].get(key)) for e in engines) + " |")
-    for label, key in (("recall of true pairs (J >= 0.8)", "pair_recall"), ("precision of reported pairs", "pair_precision"),
-                       ("lowest J among reported pairs", "reported_pairs_min_jaccard"), ("pairwise F1", "pairwise_f1"),
-                       ("adjusted Rand index", "adjusted_rand_index")):
+    for label, key in (
+        ("recall of true pairs (J >= 0.8)", "pair_recall"),
+        ("precision of reported pairs", "pair_precision"),
+        ("lowest J among reported pairs", "reported_pairs_min_jaccard"),
+        ("pairwise F1", "pairwise_f1"),
+        ("adjusted Rand index", "adjusted_rand_index"),
+    ):
         vals = []
         for e in engines:
             v = res[e]["eval"][key]
             vals.append(f"{v:.4f}" if isinstance(v, float) else str(v))
         lines.append(f"| {label} | " + " | ".join(vals) + " |")
     if "speedup_wall" in res:
-        lines.append(f"| **speed-up** (datasketch / neardup) | wall {res['speedup_wall']}x, CPU {res['speedup_cpu']}x | |")
+        lines.append(
+            f"| **speed-up** (datasketch / neardup) | wall {res['speedup_wall']}x, CPU {res['speedup_cpu']}x | |"
+        )
     return "\n".join(lines)
 
 

@@ -9,6 +9,7 @@ turns, and compare the medians (the machines are shared: ratios, not absolute ti
 Prints the median and fastest of --repeats runs and a digest of the output table (the same
 digest for both commits: the same keys). Run by hand, never in CI.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,6 @@ import time
 
 import pyarrow as pa
 
-from neardup.settings import Settings
 from neardup import kernels as K
 from neardup import synth
 from neardup.io.records import Fields, Limits
@@ -38,8 +38,13 @@ def main() -> None:
         synth.write_corpus(path, originals=a.records - copies, copies=copies, seed=7)
         with open(path, "rb") as f:
             lines = [line.rstrip(b"\n") for line in f]
-    t = pa.table({"src": pa.array([0] * len(lines), pa.int32()), "recno": pa.array(range(1, len(lines) + 1), pa.int64()),
-                  "value": pa.array(lines, pa.binary())})
+    t = pa.table(
+        {
+            "src": pa.array([0] * len(lines), pa.int32()),
+            "recno": pa.array(range(1, len(lines) + 1), pa.int64()),
+            "value": pa.array(lines, pa.binary()),
+        }
+    )
     checked = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["corpus.jsonl"])
     params = K.KernelParams(threads=a.threads)
     times = []
@@ -47,10 +52,14 @@ def main() -> None:
         t0 = time.perf_counter()
         out = K.doc_keys(checked, params)
         times.append(time.perf_counter() - t0)
-    digest = hashlib.sha1(b"".join(c.to_numpy(zero_copy_only=False).tobytes() for c in
-                                   (out.column("xkey"), out.column("ntok"))) + str(out.column("bkeys").to_pylist()).encode()).hexdigest()[:16]
-    print(f"{K.__file__}\ndoc_keys on {len(lines):,} records, {a.threads} thread(s): median {statistics.median(times):.3f} s, "
-          f"fastest {min(times):.3f} s; output digest {digest}")
+    digest = hashlib.sha1(
+        b"".join(c.to_numpy(zero_copy_only=False).tobytes() for c in (out.column("xkey"), out.column("ntok")))
+        + str(out.column("bkeys").to_pylist()).encode()
+    ).hexdigest()[:16]
+    print(
+        f"{K.__file__}\ndoc_keys on {len(lines):,} records, {a.threads} thread(s): median {statistics.median(times):.3f} s, "
+        f"fastest {min(times):.3f} s; output digest {digest}"
+    )
 
 
 if __name__ == "__main__":

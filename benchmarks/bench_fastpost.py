@@ -7,6 +7,7 @@ no server, no sockets. Light: a few seconds of one core.
 
     python benchmarks/bench_fastpost.py [requests]
 """
+
 import asyncio
 import gc
 import sys
@@ -20,12 +21,27 @@ from neardup.index import Index
 from neardup.service.app import create_app
 from neardup.service.fastpost import FastPost
 
-VERDICT = {"id": "site-a-417", "status": "duplicate", "cluster": 12, "keeper": "agency-001", "is_keeper": False,
-           "alternates": ["agency-001", "site-a-417"], "closest": "agency-001", "similarity": 0.91,
-           "match": "near", "inserted": True}
-BODY = orjson.dumps({"id": "site-a-417", "source": "site-a", "published_at": "2026-07-12T06:40:00+05:30",
-                     "title": "Rain alert for coastal Karnataka, Goa",
-                     "text": "heavy rain is likely over coastal karnataka and goa for the next three days " * 12})
+VERDICT = {
+    "id": "site-a-417",
+    "status": "duplicate",
+    "cluster": 12,
+    "keeper": "agency-001",
+    "is_keeper": False,
+    "alternates": ["agency-001", "site-a-417"],
+    "closest": "agency-001",
+    "similarity": 0.91,
+    "match": "near",
+    "inserted": True,
+}
+BODY = orjson.dumps(
+    {
+        "id": "site-a-417",
+        "source": "site-a",
+        "published_at": "2026-07-12T06:40:00+05:30",
+        "title": "Rain alert for coastal Karnataka, Goa",
+        "text": "heavy rain is likely over coastal karnataka and goa for the next three days " * 12,
+    }
+)
 
 
 class StubWriter:
@@ -42,11 +58,24 @@ class StubWriter:
 
 async def drive(app, n: int) -> float:
     """CPU seconds per request over `n` POSTs (after a warm-up)."""
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": "/v1/documents", "raw_path": b"/v1/documents", "root_path": "",
-             "query_string": b"", "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 50000),
-             "headers": [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"),
-                         (b"content-length", str(len(BODY)).encode())]}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/documents",
+        "raw_path": b"/v1/documents",
+        "root_path": "",
+        "query_string": b"",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(BODY)).encode()),
+        ],
+    }
     status = []
 
     async def receive():

@@ -12,6 +12,7 @@ bench_index's open-loop load generator (one article per POST at `--rate` for `--
 which crosses the fold. Figures: p50/p99/max latency per mode, and the index's segments and
 level 0 after the run (to show that the fold happened).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,11 @@ import bench_index  # noqa: E402
 
 #: neardup serve's options per mode; "none": no fold in the window (level 0 stays under the
 #: background fold's threshold and the 2 x l0_max backstop), the control
-MODES = {"inline": ("--fold", "inline"), "background": ("--fold", "background"),
-         "none": ("--fold", "background", "--l0-fold-at", "100000000")}
+MODES = {
+    "inline": ("--fold", "inline"),
+    "background": ("--fold", "background"),
+    "none": ("--fold", "background", "--l0-fold-at", "100000000"),
+}
 
 
 def fill_level0(base: str, out: str, n: int, chunk: int) -> None:
@@ -52,8 +56,9 @@ def fill_level0(base: str, out: str, n: int, chunk: int) -> None:
             ix.add(rows[s : s + chunk])
             print(f"  level 0 fill: {min(n, s + chunk):,} in {time.perf_counter() - t0:.1f} s", flush=True)
         st = ix.stats()
-    print(f"base: {st['documents']:,} articles, {st['segments']} segments, level 0 {st['level0_documents']:,}",
-          flush=True)
+    print(
+        f"base: {st['documents']:,} articles, {st['segments']} segments, level 0 {st['level0_documents']:,}", flush=True
+    )
 
 
 def main() -> None:
@@ -91,8 +96,15 @@ def main() -> None:
     shutil.rmtree(os.path.join(a.out, "ix-fold-run"), ignore_errors=True)
     for mode in MODES:
         m = [x for x in rows if x["fold"] == mode]
-        print(f"{mode:>10}: p50 " + ", ".join(f"{x['p50_ms']:.1f}" for x in m) + " ms; p99 " + ", ".join(f"{x['p99_ms']:.1f}" for x in m) + " ms; max "
-              + ", ".join(f"{x['max_ms']:.1f}" for x in m) + " ms")
+        print(
+            f"{mode:>10}: p50 "
+            + ", ".join(f"{x['p50_ms']:.1f}" for x in m)
+            + " ms; p99 "
+            + ", ".join(f"{x['p99_ms']:.1f}" for x in m)
+            + " ms; max "
+            + ", ".join(f"{x['max_ms']:.1f}" for x in m)
+            + " ms"
+        )
     with open(os.path.join(a.out, "results-fold.json"), "w") as f:
         json.dump({"command": " ".join(sys.argv), "rows": rows}, f, indent=2)
 

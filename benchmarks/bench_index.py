@@ -20,6 +20,7 @@ Steps (every figure printed and written to OUT/results.json):
    article per request at fixed rates: p50/p99 latency per rate, and the highest rate held with
    p99 <= 50 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -268,8 +269,12 @@ asyncio.run(main(sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.ar
 
 def run_loadgen(port: int, rate: float, duration: float, docs_path: str, start: int, tag: str) -> dict:
     """One LOADGEN run against 127.0.0.1:`port` (day articles from `start`; `tag` keeps ids new)."""
-    r = subprocess.run([sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration),
-                        docs_path, str(start), tag], capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", LOADGEN, "127.0.0.1", str(port), str(rate), str(duration), docs_path, str(start), tag],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(r.stdout)
 
 
@@ -310,16 +315,20 @@ class Floor:
     def __init__(self, docs_path: str, start: int) -> None:
         self.docs_path, self.start = docs_path, start
         self.port = free_port()
-        self.srv = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(self.port)], stdout=subprocess.PIPE,
-                                    text=True)
+        self.srv = subprocess.Popen(
+            [sys.executable, "-c", FLOOR_SERVER, str(self.port)], stdout=subprocess.PIPE, text=True
+        )
         self.srv.stdout.readline()
 
     def window(self, rate: float, duration: float, say: str = "load generator floor") -> dict:
         cpu0 = (host_cpu(), 0)
         row = run_loadgen(self.port, rate, duration, self.docs_path, self.start, "floor")
         row["host_cpu"] = hc = cpu_shares(cpu0, (host_cpu(), 0))
-        print(f"  {say} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
-              f"max {row['max_ms']:.1f} ms; host CPU steal {hc['steal']:.1%}", flush=True)
+        print(
+            f"  {say} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
+            f"max {row['max_ms']:.1f} ms; host CPU steal {hc['steal']:.1%}",
+            flush=True,
+        )
         for k in ("over_10ms_by_second", "slowest_at_s_ms"):
             row.pop(k, None)
         return row
@@ -344,8 +353,10 @@ def stage_deltas(before: dict, after: dict) -> dict:
     out = {}
     for name, a in after.items():
         b = before.get(name, {"count": 0, "over_ms": {k: 0 for k in a["over_ms"]}})
-        out[name] = {"count": a["count"] - b["count"],
-                     "over_ms": {k: n - b["over_ms"][k] for k, n in a["over_ms"].items()}}
+        out[name] = {
+            "count": a["count"] - b["count"],
+            "over_ms": {k: n - b["over_ms"][k] for k, n in a["over_ms"].items()},
+        }
     return out
 
 
@@ -381,8 +392,17 @@ def cpu_shares(before: tuple[dict, float], after: tuple[dict, float]) -> dict[st
     return out
 
 
-def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync: str, start: int,
-              serve_args: tuple[str, ...] = (), warm=None, floor: tuple[Floor, float] | None = None) -> list[dict]:
+def load_test(
+    d: str,
+    docs_path: str,
+    rates: list[float],
+    duration: float,
+    sync: str,
+    start: int,
+    serve_args: tuple[str, ...] = (),
+    warm=None,
+    floor: tuple[Floor, float] | None = None,
+) -> list[dict]:
     """`serve_args`: more options for ``neardup serve`` (bench_fold.py: --fold, --l0-max).
     `floor`: (a running Floor, seconds): a floor window right before and right after each rate's.
     `warm`: called before each rate's window (warm_texts): this machine's kernel pages out
@@ -393,9 +413,11 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    srv = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", d, "--port", str(port), "--sync", sync,
-                            *serve_args],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    srv = subprocess.Popen(
+        [sys.executable, "-m", "neardup.cli", "serve", d, "--port", str(port), "--sync", sync, *serve_args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(600):
             try:
@@ -407,8 +429,9 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
         # --writer process: the index lives in the writer's process; resident memory is both's
         pids = {srv.pid, h.json()["writer"]["pid"]}
         # warm: loads and checks every segment
-        httpx.post(url + "/v1/documents?dry_run=true", json={"id": "warm", "text": "warm up text for the server"},
-                   timeout=120)
+        httpx.post(
+            url + "/v1/documents?dry_run=true", json={"id": "warm", "text": "warm up text for the server"}, timeout=120
+        )
         res = []
 
         def shape() -> tuple:
@@ -436,19 +459,28 @@ def load_test(d: str, docs_path: str, rates: list[float], duration: float, sync:
             # the server's own count of its slow stages in the window (GET /v1/stats: the
             # front's POSTs, the writer's groups, the WAL fsyncs and checkpoint rounds)
             row["server_stages"] = stage_deltas(before[3], after[3])
-            print(f"  sync={sync} {' '.join(serve_args)} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
-                  f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
-                  f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
-                  f"{', a fold in the window' if row['fold_in_window'] else ''}", flush=True)
+            print(
+                f"  sync={sync} {' '.join(serve_args)} {rate:>6.0f} req/s: p50 {row['p50_ms']:.2f} ms, p99 {row['p99_ms']:.2f} ms, "
+                f"max {row['max_ms']:.1f} ms, achieved {row['achieved_rate']:.0f}/s, errors {row['errors']}, "
+                f"{row['over_10ms']} over 10 ms; p99 per 20 s {row['p99_per_20s_ms']}"
+                f"{', a fold in the window' if row['fold_in_window'] else ''}",
+                flush=True,
+            )
             hc = row["host_cpu"]
-            print(f"    host CPU: steal {hc['steal']:.1%}, iowait {hc['iowait']:.1%}, idle {hc['idle']:.1%}; "
-                  f"server + writer {hc['ours_cores']:.2f} cores", flush=True)
+            print(
+                f"    host CPU: steal {hc['steal']:.1%}, iowait {hc['iowait']:.1%}, idle {hc['idle']:.1%}; "
+                f"server + writer {hc['ours_cores']:.2f} cores",
+                flush=True,
+            )
             stages = row["server_stages"]
             fs = stages.get("wal_fsync")
-            print("    server, over 10 ms: "
-                  + ", ".join(f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in stages.items() if v["count"])
-                  + "; WAL fsyncs over 50 / 100 ms: "
-                  + (f"{fs['over_ms']['50']} / {fs['over_ms']['100']}" if fs else "-"), flush=True)
+            print(
+                "    server, over 10 ms: "
+                + ", ".join(f"{k} {v['over_ms']['10']} of {v['count']}" for k, v in stages.items() if v["count"])
+                + "; WAL fsyncs over 50 / 100 ms: "
+                + (f"{fs['over_ms']['50']} / {fs['over_ms']['100']}" if fs else "-"),
+                flush=True,
+            )
             if floor:
                 row["floor_before_after"] = [before_floor, floor[0].window(rate, floor[1], "floor after")]
             res.append(row)
@@ -471,32 +503,61 @@ def main() -> None:
     ap.add_argument("--rates", default="200,400,600,800,1000")
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--no-text-too", action="store_true", help="also build an index without texts (estimate)")
-    ap.add_argument("--signature-bits", type=int, choices=[16, 32], default=32,
-                    help="bits per MinHash value kept by the no-text index (16: b-bit)")
+    ap.add_argument(
+        "--signature-bits",
+        type=int,
+        choices=[16, 32],
+        default=32,
+        help="bits per MinHash value kept by the no-text index (16: b-bit)",
+    )
     ap.add_argument("--keep", action="store_true", help="reuse the corpus and index of an earlier run")
     ap.add_argument("--skip-load", action="store_true")
     ap.add_argument("--sync", default="full,normal", help="service durability modes to load-test")
-    ap.add_argument("--writers", default="process",
-                    help="neardup serve --writer kinds to load-test, e.g. process,thread (each with each --sync; "
-                         "results keyed 'full', 'normal' for process, 'full/thread', ... for the others)")
-    ap.add_argument("--cold", action="store_true",
-                    help="drop the page cache (needs root) before each timed day's add: the archive's files, "
-                         "texts and the day's file are then read from disk")
-    ap.add_argument("--warm", choices=["all", "recent", "none"], default="all",
-                    help="load tests: before each window read into the page cache the whole text log (all: a "
-                         "server whose cache holds its texts), its last quarter (recent: runs 5-11; a near copy's "
-                         "older cluster-mates are then read from the disk), or nothing (none)")
+    ap.add_argument(
+        "--writers",
+        default="process",
+        help="neardup serve --writer kinds to load-test, e.g. process,thread (each with each --sync; "
+        "results keyed 'full', 'normal' for process, 'full/thread', ... for the others)",
+    )
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="drop the page cache (needs root) before each timed day's add: the archive's files, "
+        "texts and the day's file are then read from disk",
+    )
+    ap.add_argument(
+        "--warm",
+        choices=["all", "recent", "none"],
+        default="all",
+        help="load tests: before each window read into the page cache the whole text log (all: a "
+        "server whose cache holds its texts), its last quarter (recent: runs 5-11; a near copy's "
+        "older cluster-mates are then read from the disk), or nothing (none)",
+    )
     ap.add_argument("--cold-texts", action="store_true", help="the same as --warm none")
-    ap.add_argument("--floor-beside", type=float, default=0, metavar="SECONDS",
-                    help="a window of the load generator against a server that answers at once, this long, "
-                         "right before and after each load window (the host's noise of those minutes)")
-    ap.add_argument("--day-only", action="store_true",
-                    help="with --keep: time the day's add again on a fresh copy of the kept 1M snapshot "
-                         "(OUT/ix-before-day), then stop")
+    ap.add_argument(
+        "--floor-beside",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="a window of the load generator against a server that answers at once, this long, "
+        "right before and after each load window (the host's noise of those minutes)",
+    )
+    ap.add_argument(
+        "--day-only",
+        action="store_true",
+        help="with --keep: time the day's add again on a fresh copy of the kept 1M snapshot "
+        "(OUT/ix-before-day), then stop",
+    )
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    res: dict = {"archive": a.archive, "day": a.day, "words": a.words, "cpus": os.cpu_count(),
-                 "command": " ".join(sys.argv), "load_average_at_start": os.getloadavg()}
+    res: dict = {
+        "archive": a.archive,
+        "day": a.day,
+        "words": a.words,
+        "cpus": os.cpu_count(),
+        "command": " ".join(sys.argv),
+        "load_average_at_start": os.getloadavg(),
+    }
     corpus = os.path.join(a.out, f"corpus-{a.archive}-{a.day}.jsonl")
     arch, day = corpus.replace(".jsonl", "-archive.jsonl"), corpus.replace(".jsonl", "-day.jsonl")
     if not (a.keep and os.path.exists(day)):
@@ -531,8 +592,11 @@ def main() -> None:
         day_add(res, d, snap, day, a.day, a.cold)
     r = reopen_probe(d)
     res["reopen"] = r
-    print(f"reopen: open {r['open_s']:.3f} s, first query (loads + checks segments) {r['first_query_s']:.3f} s, "
-          f"then {r['query_ms']:.2f} ms per query; process RSS {r['rss_bytes'] / 2**20:.0f} MiB", flush=True)
+    print(
+        f"reopen: open {r['open_s']:.3f} s, first query (loads + checks segments) {r['first_query_s']:.3f} s, "
+        f"then {r['query_ms']:.2f} ms per query; process RSS {r['rss_bytes'] / 2**20:.0f} MiB",
+        flush=True,
+    )
     from neardup.index import Index
 
     with Index.open(d) as ix:
@@ -541,9 +605,12 @@ def main() -> None:
     n = st["documents"]
     res["bytes_per_article_beyond_text"] = (st["disk_bytes"] - st["text_bytes"]) / n
     res["rss_per_article"] = r["rss_bytes"] / n
-    print(f"on disk: {st['disk_bytes'] / 2**20:.0f} MiB for {n:,} articles; beyond the texts "
-          f"{res['bytes_per_article_beyond_text']:.0f} bytes/article; resident {res['rss_per_article']:.0f} "
-          f"bytes/article (whole process)", flush=True)
+    print(
+        f"on disk: {st['disk_bytes'] / 2**20:.0f} MiB for {n:,} articles; beyond the texts "
+        f"{res['bytes_per_article_beyond_text']:.0f} bytes/article; resident {res['rss_per_article']:.0f} "
+        f"bytes/article (whole process)",
+        flush=True,
+    )
     if a.no_text_too:
         d2 = os.path.join(a.out, "ix-notext")
         shutil.rmtree(d2, ignore_errors=True)
@@ -553,10 +620,18 @@ def main() -> None:
         with Index.open(d2) as ix:
             st2 = ix.stats()
         r2 = reopen_probe(d2)
-        res["no_text"] = {"archive_add_s": dt, "day_add_s": dt2, "bytes_per_article": st2["disk_bytes"] / st2["documents"],
-                          "rss_per_article": r2["rss_bytes"] / st2["documents"], "reopen": r2}
-        print(f"without texts (verify estimate): archive add {dt:.1f} s, day add {dt2:.1f} s, "
-              f"{res['no_text']['bytes_per_article']:.0f} bytes/article on disk", flush=True)
+        res["no_text"] = {
+            "archive_add_s": dt,
+            "day_add_s": dt2,
+            "bytes_per_article": st2["disk_bytes"] / st2["documents"],
+            "rss_per_article": r2["rss_bytes"] / st2["documents"],
+            "reopen": r2,
+        }
+        print(
+            f"without texts (verify estimate): archive add {dt:.1f} s, day add {dt2:.1f} s, "
+            f"{res['no_text']['bytes_per_article']:.0f} bytes/article on disk",
+            flush=True,
+        )
     if not a.skip_load:
         print("service load (one article per POST, open loop, loopback):", flush=True)
         rates = [float(x) for x in a.rates.split(",")]
@@ -571,9 +646,22 @@ def main() -> None:
         fl = Floor(day, start) if a.floor_beside > 0 else None
         for sync, w in modes:
             how = "none" if a.cold_texts else a.warm
-            warm = None if how == "none" else (lambda: warm_texts(d, 1.0 if how == "all" else 1.5 * a.day / (a.archive + a.day)))
-            lt = load_test(d, day, rates, a.duration, sync, start, ("--writer", w), warm=warm,
-                           floor=(fl, a.floor_beside) if fl else None)
+            warm = (
+                None
+                if how == "none"
+                else (lambda: warm_texts(d, 1.0 if how == "all" else 1.5 * a.day / (a.archive + a.day)))
+            )
+            lt = load_test(
+                d,
+                day,
+                rates,
+                a.duration,
+                sync,
+                start,
+                ("--writer", w),
+                warm=warm,
+                floor=(fl, a.floor_beside) if fl else None,
+            )
             start += int(sum(rates) * a.duration)
             key = sync if w == "process" else f"{sync}/{w}"
             # a mode given twice (--sync full,full: repeats) keeps every run: 'full', 'full#2', ...
@@ -622,8 +710,10 @@ def _next_start(out: str, n_day: int, need: int) -> int:
     except (OSError, ValueError):
         start = 30_000
     if start + need > n_day:
-        raise SystemExit(f"the day's articles from {start:,} are used up by earlier load tests on this index "
-                         f"(need {need:,} of {n_day:,}): rebuild the index (without --keep)")
+        raise SystemExit(
+            f"the day's articles from {start:,} are used up by earlier load tests on this index "
+            f"(need {need:,} of {n_day:,}): rebuild the index (without --keep)"
+        )
     with open(path, "w") as f:
         f.write(str(start + need))
     return start
@@ -671,8 +761,11 @@ def day_add(res: dict, d: str, snap: str, day: str, n_day: int, cold: bool = Fal
     res["day_add_s"] = dt
     res["day_add_cpu_s"] = CPU[-1]
     res["day_add"] = json.loads(out.strip().splitlines()[-1])
-    print(f"day's add of {n_day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
-          f"load average {os.getloadavg()}; host steal {host['steal']:.1%}, idle {host['idle']:.1%}", flush=True)
+    print(
+        f"day's add of {n_day:,}: {dt:.2f} s wall, {CPU[-1]:.2f} s CPU ({res['day_add']}); "
+        f"load average {os.getloadavg()}; host steal {host['steal']:.1%}, idle {host['idle']:.1%}",
+        flush=True,
+    )
     if res["cold"]:
         drop_page_cache()
     res["day_add_stages"] = stage_breakdown(tmp, day)

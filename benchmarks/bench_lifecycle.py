@@ -14,6 +14,7 @@ Steps (each printed and written to --out as JSON):
    step, and `older_remain` after it;
 3. the host's CPU shares (steal among them) over each step, since the machine is shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,12 @@ def shares(before: dict, after: dict) -> dict:
 def backup(index: str, dest: str) -> dict:
     h0 = host_cpu()
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "neardup", "index", "backup", index, dest],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "neardup", "index", "backup", index, dest],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     out, err = p.stdout.read(), p.stderr.read()
@@ -49,9 +54,14 @@ def backup(index: str, dest: str) -> dict:
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         raise SystemExit(f"backup failed ({p.returncode}): {err.strip()}")
-    return {"wall_s": round(wall, 3), "user_s": round(ru.ru_utime, 2), "system_s": round(ru.ru_stime, 2),
-            "peak_rss_mib": round(ru.ru_maxrss / 1024, 1), "printed": (out + err).strip(),
-            "host": shares(h0, host_cpu())}
+    return {
+        "wall_s": round(wall, 3),
+        "user_s": round(ru.ru_utime, 2),
+        "system_s": round(ru.ru_stime, 2),
+        "peak_rss_mib": round(ru.ru_maxrss / 1024, 1),
+        "printed": (out + err).strip(),
+        "host": shares(h0, host_cpu()),
+    }
 
 
 def cut_at(index: str, fraction: float) -> tuple[float, int]:
@@ -60,8 +70,9 @@ def cut_at(index: str, fraction: float) -> tuple[float, int]:
     try:
         n = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
         k = max(1, int(n * fraction))
-        t = conn.execute("SELECT COALESCE(published_at, added_at) AS t FROM documents ORDER BY t LIMIT 1 OFFSET ?",
-                         (k,)).fetchone()[0]
+        t = conn.execute(
+            "SELECT COALESCE(published_at, added_at) AS t FROM documents ORDER BY t LIMIT 1 OFFSET ?", (k,)
+        ).fetchone()[0]
         return float(t), n
     finally:
         conn.close()
@@ -80,10 +91,22 @@ def evict(index: str, cut: float, steps: list[int], scrub: bool) -> list[dict]:
             host = shares(h0, host_cpu())
             t1 = time.perf_counter()
             more = ix.older_remain(cut)
-            rows.append({"limit": n, "removed": removed, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-                         "older_remain": more, "older_remain_s": round(time.perf_counter() - t1, 4), "host": host})
-            print(f"  remove(limit={n:,}): {removed:,} in {wall:.2f} s ({cpu:.2f} s CPU), more: {more}; "
-                  f"steal {host['steal']:.1%}", flush=True)
+            rows.append(
+                {
+                    "limit": n,
+                    "removed": removed,
+                    "wall_s": round(wall, 3),
+                    "cpu_s": round(cpu, 3),
+                    "older_remain": more,
+                    "older_remain_s": round(time.perf_counter() - t1, 4),
+                    "host": host,
+                }
+            )
+            print(
+                f"  remove(limit={n:,}): {removed:,} in {wall:.2f} s ({cpu:.2f} s CPU), more: {more}; "
+                f"steal {host['steal']:.1%}",
+                flush=True,
+            )
             if not more:
                 break
     return rows
@@ -92,19 +115,29 @@ def evict(index: str, cut: float, steps: list[int], scrub: bool) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--index", default=os.path.join(HERE, "out", "index", "ix"))
-    ap.add_argument("--dest", default=os.path.join(HERE, "out", "lifecycle-backup"),
-                    help="the backup's directory (removed first; left for a look afterwards)")
+    ap.add_argument(
+        "--dest",
+        default=os.path.join(HERE, "out", "lifecycle-backup"),
+        help="the backup's directory (removed first; left for a look afterwards)",
+    )
     ap.add_argument("--fraction", type=float, default=0.2, help="share of the documents older than the cut")
     ap.add_argument("--steps", default="1000,10000,10000", help="eviction limits, one remove each")
     ap.add_argument("--no-scrub", action="store_true")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "lifecycle.json"))
     a = ap.parse_args()
     shutil.rmtree(a.dest, ignore_errors=True)
-    res: dict = {"command": " ".join(sys.argv), "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    res: dict = {
+        "command": " ".join(sys.argv),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
     print(f"backup of {a.index} to {a.dest}", flush=True)
     res["backup"] = b = backup(a.index, a.dest)
-    print(f"  {b['wall_s']:.1f} s, {b['user_s']:.1f} s user + {b['system_s']:.1f} s system, peak "
-          f"{b['peak_rss_mib']:.0f} MiB; steal {b['host']['steal']:.1%}\n  {b['printed']}", flush=True)
+    print(
+        f"  {b['wall_s']:.1f} s, {b['user_s']:.1f} s user + {b['system_s']:.1f} s system, peak "
+        f"{b['peak_rss_mib']:.0f} MiB; steal {b['host']['steal']:.1%}\n  {b['printed']}",
+        flush=True,
+    )
     cut, n = cut_at(a.dest, a.fraction)
     res.update(documents=n, fraction=a.fraction, cut=cut)
     print(f"eviction on the backup ({n:,} documents, the oldest {a.fraction:.0%} before the cut):", flush=True)

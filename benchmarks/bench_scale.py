@@ -12,6 +12,7 @@ its original (word 5-shingles, as dedup uses) is >= 0.8 must be in its original'
 The corpora are large (1.77 GB of JSONL per million articles): --dir must have room for the
 corpus and the kept records (about 1.8x the corpus). Run by hand, never in CI.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -130,8 +131,20 @@ def main() -> None:
         corpus = base / f"synth-{n}.jsonl"
         row: dict = {"articles": n, "originals": n - copies, "copies": copies}
         if not corpus.exists():
-            row["synth"] = run_child([sys.executable, "-m", "neardup", "synth", "-o", str(corpus),
-                                      "--originals", str(n - copies), "--copies", str(copies)])
+            row["synth"] = run_child(
+                [
+                    sys.executable,
+                    "-m",
+                    "neardup",
+                    "synth",
+                    "-o",
+                    str(corpus),
+                    "--originals",
+                    str(n - copies),
+                    "--copies",
+                    str(copies),
+                ]
+            )
         row["corpus_bytes"] = du(corpus)
         out = base / f"out-{n}{a.tag}"
         if out.exists():
@@ -146,41 +159,66 @@ def main() -> None:
             row["dedup"] = run_child(argv, stdout=so)
         row["loadavg_end"] = os.getloadavg()
         rep = json.loads((out / "report.json").read_text())
-        row["stages"] = [{k: s.get(k) for k in ("name", "seconds", "cpu_seconds", "count", "peak_rss_mb", "note")}
-                         for s in rep["stages"]]
+        row["stages"] = [
+            {k: s.get(k) for k in ("name", "seconds", "cpu_seconds", "count", "peak_rss_mb", "note")}
+            for s in rep["stages"]
+        ]
         row["first_pass"] = rep.get("first_pass")
         row["memory"] = rep.get("memory")
-        row["counts"] = {k: rep[k] for k in ("documents", "exact_copies_removed", "signatures", "candidates",
-                                              "near_pairs", "clusters", "copies_removed", "kept")}
+        row["counts"] = {
+            k: rep[k]
+            for k in (
+                "documents",
+                "exact_copies_removed",
+                "signatures",
+                "candidates",
+                "near_pairs",
+                "clusters",
+                "copies_removed",
+                "kept",
+            )
+        }
         row["output_bytes"] = {p.name: du(p) for p in sorted(out.iterdir())}
         t0 = time.perf_counter()
         row["recall"] = planted_recall(corpus, out)
         row["recall_seconds"] = round(time.perf_counter() - t0, 1)
         rows.append(row)
         print(json.dumps({k: row[k] for k in ("articles", "dedup", "counts")}), flush=True)
-        print(f"  recall at J>=0.8: {row['recall']['recall']:.5f} "
-              f"({row['recall']['found']:,} of {row['recall']['at_or_above']:,})", flush=True)
+        print(
+            f"  recall at J>=0.8: {row['recall']['recall']:.5f} "
+            f"({row['recall']['found']:,} of {row['recall']['at_or_above']:,})",
+            flush=True,
+        )
         mem = row["memory"] or {}
         if mem.get("limit_bytes"):
-            print(f"  limit {mem['limit_bytes'] / 2**20:,.0f} MiB, least needed {mem['minimum_bytes'] / 2**20:,.0f} MiB, "
-                  f"report peak (VmHWM) {rep['peak_rss_mb']:,.0f} MiB; load {row['loadavg_start']} -> "
-                  f"{row['loadavg_end']}", flush=True)
+            print(
+                f"  limit {mem['limit_bytes'] / 2**20:,.0f} MiB, least needed {mem['minimum_bytes'] / 2**20:,.0f} MiB, "
+                f"report peak (VmHWM) {rep['peak_rss_mb']:,.0f} MiB; load {row['loadavg_start']} -> "
+                f"{row['loadavg_end']}",
+                flush=True,
+            )
         if not a.keep_output:
             subprocess.run(["rm", "-rf", str(out)], check=True)
     RESULTS.mkdir(exist_ok=True)
     dest = RESULTS / f"scale{a.tag}.json"
-    result = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "argv": sys.argv,
-              "loadavg_end": os.getloadavg(), "rows": rows}
+    result = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "argv": sys.argv,
+        "loadavg_end": os.getloadavg(),
+        "rows": rows,
+    }
     dest.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {dest}")
     print("| articles | wall | CPU | peak RSS | first pass | verify | write | recall |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         st = {s["name"]: s for s in r["stages"]}
-        print(f"| {r['articles']:,} | {r['dedup']['wall_s']} s | {r['dedup']['cpu_s']} s | "
-              f"{r['dedup']['peak_rss_mib']:,.0f} MiB | {r['first_pass']['seconds']:.1f} s | "
-              f"{st['verify']['seconds']:.1f} s | {st.get('write', {}).get('seconds', 0):.1f} s | "
-              f"{r['recall']['recall']:.4%} |")
+        print(
+            f"| {r['articles']:,} | {r['dedup']['wall_s']} s | {r['dedup']['cpu_s']} s | "
+            f"{r['dedup']['peak_rss_mib']:,.0f} MiB | {r['first_pass']['seconds']:.1f} s | "
+            f"{st['verify']['seconds']:.1f} s | {st.get('write', {}).get('seconds', 0):.1f} s | "
+            f"{r['recall']['recall']:.4%} |"
+        )
 
 
 if __name__ == "__main__":

@@ -261,14 +261,24 @@ def neardup_parts(texts, hashes64, res: Results, repeat: int, cores: int):
 
     # shingles -> signature, from 64-bit hashes (neardup's own input) per scheme
     for scheme in NEARDUP_SCHEMES:
-        mh = neardup.MinHash(num_perm=NUM_PERM, seed=SEED, scheme=scheme, shingler=neardup.Shingler(k=K, unit="whitespace"))
+        mh = neardup.MinHash(
+            num_perm=NUM_PERM, seed=SEED, scheme=scheme, shingler=neardup.Shingler(k=K, unit="whitespace")
+        )
         # datasketch-affine32's input hashes are 32-bit (sha1_hash32 in datasketch)
         hs = [h & np.uint64(0xFFFFFFFF) for h in hashes64] if scheme == "datasketch-affine32" else hashes64
         batch = getattr(mh, "signatures_from_hashes", None)
         if batch is not None:
             for threads in (1, None):
                 b, m, _ = timed(lambda: batch(hs, threads=threads), repeat)
-                res.add("hashes->sig", f"neardup {scheme} batch", b, m, lib="neardup", scheme=scheme, threads=threads or cores)
+                res.add(
+                    "hashes->sig",
+                    f"neardup {scheme} batch",
+                    b,
+                    m,
+                    lib="neardup",
+                    scheme=scheme,
+                    threads=threads or cores,
+                )
         one = mh.signature_from_hashes
         b, m, _ = timed(lambda: [one(h) for h in hs], repeat)
         res.add("hashes->sig", f"neardup {scheme} per-doc call", b, m, lib="neardup", scheme=scheme, threads=1)
@@ -278,10 +288,14 @@ def neardup_parts(texts, hashes64, res: Results, repeat: int, cores: int):
     mh = neardup.MinHash(num_perm=NUM_PERM, seed=SEED, scheme="multiply-shift")
     one_id = [np.array([12345], dtype=np.uint64)] * len(hashes64)
     b, m, _ = timed(lambda: [mh.signature_from_hashes(h) for h in one_id], repeat)
-    res.add("hashes->sig", "neardup call overhead (multiply-shift, 1 id per call)", b, m, lib="neardup-overhead", threads=1)
+    res.add(
+        "hashes->sig", "neardup call overhead (multiply-shift, 1 id per call)", b, m, lib="neardup-overhead", threads=1
+    )
     mh = neardup.MinHash(num_perm=NUM_PERM, seed=SEED, scheme="oph")
     b, m, _ = timed(lambda: [mh.signature_from_hashes(h) for h in one_id], repeat)
-    res.add("hashes->sig", "neardup oph on a 1-id set (densification worst case)", b, m, lib="neardup-overhead", threads=1)
+    res.add(
+        "hashes->sig", "neardup oph on a 1-id set (densification worst case)", b, m, lib="neardup-overhead", threads=1
+    )
 
     # from byte tokens (what datasketch takes), datasketch-affine32 scheme
     mh = neardup.MinHash(num_perm=NUM_PERM, seed=SEED, scheme="datasketch-affine32")
@@ -295,13 +309,27 @@ def neardup_parts(texts, hashes64, res: Results, repeat: int, cores: int):
         if hasattr(sh, "hashes_batch"):
             for threads in (1, None):
                 b, m, _ = timed(lambda: sh.hashes_batch(texts, threads=threads), repeat)
-                res.add("text->hashes", f"neardup Shingler.hashes_batch unit={unit}", b, m, lib="neardup", threads=threads or cores)
+                res.add(
+                    "text->hashes",
+                    f"neardup Shingler.hashes_batch unit={unit}",
+                    b,
+                    m,
+                    lib="neardup",
+                    threads=threads or cores,
+                )
 
     # SimHash
     sim = neardup.SimHash(bits=64)
     for threads in (1, None):
         b, m, _ = timed(lambda: sim.fingerprints(texts, threads=threads), repeat)
-        res.add("simhash", "neardup SimHash(64).fingerprints (default shingler)", b, m, lib="neardup", threads=threads or cores)
+        res.add(
+            "simhash",
+            "neardup SimHash(64).fingerprints (default shingler)",
+            b,
+            m,
+            lib="neardup",
+            threads=threads or cores,
+        )
 
 
 # ----------------------------------------------------------------------------- accuracy
@@ -384,9 +412,13 @@ def accuracy(pairs, have_neardup: bool) -> dict:
         return m
 
     est["datasketch affine32"] = np.array([ds(a).jaccard(ds(b)) for a, b in pairs])
-    r = RMinHash.from_token_sets([x for ab in pairs for x in (shingle_list(ab[0]), shingle_list(ab[1]))], num_perm=NUM_PERM, seed=SEED)
+    r = RMinHash.from_token_sets(
+        [x for ab in pairs for x in (shingle_list(ab[0]), shingle_list(ab[1]))], num_perm=NUM_PERM, seed=SEED
+    )
     est["rensa RMinHash"] = np.array([r[2 * i].jaccard(r[2 * i + 1]) for i in range(len(pairs))])
-    c = CMinHash.from_token_sets([x for ab in pairs for x in (shingle_list(ab[0]), shingle_list(ab[1]))], num_perm=NUM_PERM, seed=SEED)
+    c = CMinHash.from_token_sets(
+        [x for ab in pairs for x in (shingle_list(ab[0]), shingle_list(ab[1]))], num_perm=NUM_PERM, seed=SEED
+    )
     est["rensa CMinHash"] = np.array([c[2 * i].jaccard(c[2 * i + 1]) for i in range(len(pairs))])
     rho = RMinHash.digest_matrix_from_token_sets_rho(
         [x for ab in pairs for x in (shingle_list(ab[0]), shingle_list(ab[1]))], NUM_PERM, SEED
@@ -401,7 +433,9 @@ def accuracy(pairs, have_neardup: bool) -> dict:
         right = [b for _, b in pairs]
         for unit in ("whitespace", "word"):
             for scheme in NEARDUP_SCHEMES:
-                mh = neardup.MinHash(num_perm=NUM_PERM, seed=SEED, scheme=scheme, shingler=neardup.Shingler(k=K, unit=unit))
+                mh = neardup.MinHash(
+                    num_perm=NUM_PERM, seed=SEED, scheme=scheme, shingler=neardup.Shingler(k=K, unit=unit)
+                )
                 sa, sb = mh.signatures(left), mh.signatures(right)
                 est[f"neardup {scheme} unit={unit}"] = np.asarray(neardup.estimate_jaccard(sa, sb), dtype=np.float64)
         # neardup's own exact Jaccard on its hashes must agree with the Python sets
@@ -483,7 +517,10 @@ def targets(res: Results, acc: dict, cores: int) -> list[dict]:
             "met": ms1["cpu_us_per_doc"] <= 15,
         }
     )
-    ds = min((r for r in res.rows if r["section"] == "text->sig" and r.get("lib") == "datasketch"), key=lambda r: r["us_per_doc"])
+    ds = min(
+        (r for r in res.rows if r["section"] == "text->sig" and r.get("lib") == "datasketch"),
+        key=lambda r: r["us_per_doc"],
+    )
     rn = min(
         (r for r in res.rows if r["section"] == "text->sig" and r.get("lib") == "rensa" and r.get("jaccard")),
         key=lambda r: r["us_per_doc"],
@@ -519,7 +556,11 @@ def targets(res: Results, acc: dict, cores: int) -> list[dict]:
             }
         )
     base = acc["datasketch affine32"]["rmse"]
-    for name in ("neardup multiply-shift unit=whitespace", "neardup oph unit=whitespace", "neardup datasketch-affine32 unit=whitespace"):
+    for name in (
+        "neardup multiply-shift unit=whitespace",
+        "neardup oph unit=whitespace",
+        "neardup datasketch-affine32 unit=whitespace",
+    ):
         if name in acc:
             ci = acc[name]["rmse_minus_datasketch_ci95"]
             out.append(
@@ -528,7 +569,9 @@ def targets(res: Results, acc: dict, cores: int) -> list[dict]:
                     "value": acc[name]["rmse"],
                     "ci95_of_difference": ci,
                     "met": acc[name]["rmse"] <= base or ci[0] <= 0 <= ci[1],
-                    "note": "met outright" if acc[name]["rmse"] <= base else ("equal within noise" if ci[0] <= 0 else "worse"),
+                    "note": "met outright"
+                    if acc[name]["rmse"] <= base
+                    else ("equal within noise" if ci[0] <= 0 else "worse"),
                 }
             )
     return out
@@ -541,9 +584,13 @@ def main(argv=None) -> int:
     ap.add_argument("--words", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best and median kept)")
-    ap.add_argument("--datasketch-docs", type=int, default=None, help="time datasketch on the first N docs only (it is slow)")
+    ap.add_argument(
+        "--datasketch-docs", type=int, default=None, help="time datasketch on the first N docs only (it is slow)"
+    )
     ap.add_argument("--pairs", type=int, default=1000, help="pairs for the accuracy check (>= 200)")
-    ap.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "bench_signatures.json"))
+    ap.add_argument(
+        "--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "bench_signatures.json")
+    )
     ap.add_argument("--no-neardup", action="store_true", help="peers only (when the core is not built)")
     args = ap.parse_args(argv)
 
@@ -561,9 +608,10 @@ def main(argv=None) -> int:
 
     cpu = cpu_info()
     cores = cpu["cores"] or 1
+    from importlib.metadata import version
+
     import datasketch
     import rensa  # noqa: F401
-    from importlib.metadata import version
 
     meta = {
         "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
@@ -577,15 +625,19 @@ def main(argv=None) -> int:
         "args": vars(args),
     }
     del datasketch
-    print(f"# bench_signatures  {meta['date_utc']} UTC  python {meta['python']}  {cpu['model']}  {cores} cores  "
-          f"avx2={cpu['avx2']} avx512f={cpu['avx512f']}  load {meta['loadavg_start']}")
+    print(
+        f"# bench_signatures  {meta['date_utc']} UTC  python {meta['python']}  {cpu['model']}  {cores} cores  "
+        f"avx2={cpu['avx2']} avx512f={cpu['avx512f']}  load {meta['loadavg_start']}"
+    )
     t0 = time.perf_counter()
     records = list(synth.generate(originals=args.originals, copies=args.copies, words=args.words, seed=args.seed))
     texts = [r["text"] for r in records]
     originals_text = [r["text"] for r in records if r["original_id"] is None]
     n = len(texts)
-    print(f"# corpus: {n} docs ({args.originals} originals, {args.copies} copies = {args.copies / args.originals:.0%} of originals), "
-          f"{args.words} words each, made in {time.perf_counter() - t0:.1f} s; k={K}, num_perm={NUM_PERM}, best of {args.repeat}")
+    print(
+        f"# corpus: {n} docs ({args.originals} originals, {args.copies} copies = {args.copies / args.originals:.0%} of originals), "
+        f"{args.words} words each, made in {time.perf_counter() - t0:.1f} s; k={K}, num_perm={NUM_PERM}, best of {args.repeat}"
+    )
     res = Results(n)
 
     if have_neardup:
@@ -594,7 +646,15 @@ def main(argv=None) -> int:
         import hashlib
 
         hashes64 = [
-            np.unique(np.fromiter((int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little") for s in shingle_set(t)), dtype=np.uint64))
+            np.unique(
+                np.fromiter(
+                    (
+                        int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "little")
+                        for s in shingle_set(t)
+                    ),
+                    dtype=np.uint64,
+                )
+            )
             for t in texts
         ]
 
@@ -608,8 +668,10 @@ def main(argv=None) -> int:
     pairs = make_pairs(originals_text, max(args.pairs, 200), seed=args.seed + 1)
     acc = accuracy(pairs, have_neardup)
     ex = acc["_exact"]
-    print(f"  {ex['pairs']} pairs, exact J from {ex['jaccard_min']:.3f} to {ex['jaccard_max']:.3f}, by band {ex['by_band']}; "
-          f"theory std sqrt(J(1-J)/{NUM_PERM}) averages {ex['theory_std_mean']:.4f}")
+    print(
+        f"  {ex['pairs']} pairs, exact J from {ex['jaccard_min']:.3f} to {ex['jaccard_max']:.3f}, by band {ex['by_band']}; "
+        f"theory std sqrt(J(1-J)/{NUM_PERM}) averages {ex['theory_std_mean']:.4f}"
+    )
     print(f"  {'library / scheme':<46} {'mean err':>9} {'std':>8} {'RMSE':>8} {'MAE':>8}   RMSE - datasketch (95% CI)")
     for name, s in acc.items():
         if name.startswith("_"):
@@ -633,7 +695,10 @@ def main(argv=None) -> int:
         for t in tg:
             v = t["value"]
             vs = "n/a" if v is None else f"{v:.4f}" if v < 1 else f"{v:.2f}"
-            print(f"  [{'MET ' if t['met'] else 'MISS'}] {t['target']}: {vs}" + (f"  ({t.get('note')})" if t.get("note") else ""))
+            print(
+                f"  [{'MET ' if t['met'] else 'MISS'}] {t['target']}: {vs}"
+                + (f"  ({t.get('note')})" if t.get("note") else "")
+            )
     meta["loadavg_end"] = os.getloadavg()
     meta["seconds"] = time.perf_counter() - t0
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -8,6 +8,7 @@ Writes the corpus with ``neardup.synth`` (the guide's mix: originals of real Eng
 copies in thirds: spacing/case, light edits, heavy edits), runs ``neardup.dedup`` and ``dedup_spark`` on it, checks both give the
 same clusters and keepers, and reads Spark's event log for the shuffle bytes of every stage.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,6 @@ import json
 import os
 import sys
 import time
-
 
 
 def make_corpus(path: str, originals: int, copies: int, words: int, seed: int) -> None:
@@ -65,28 +65,31 @@ def shuffle_sizes(event_dir: str) -> dict:
     jobs = 0
     last = files[-1]
     # event log v2 is a directory of rolling files (events_1_..., events_2_...)
-    parts = sorted(glob.glob(os.path.join(last, "events_*")), key=lambda x: int(os.path.basename(x).split("_")[1])) \
-        if os.path.isdir(last) else [last]
+    parts = (
+        sorted(glob.glob(os.path.join(last, "events_*")), key=lambda x: int(os.path.basename(x).split("_")[1]))
+        if os.path.isdir(last)
+        else [last]
+    )
     for part in parts:
-      with _open_log(part) as f:
-        for line in f:
-            ev = json.loads(line)
-            kind = ev.get("Event")
-            if kind == "SparkListenerJobStart":
-                jobs += 1
-            elif kind == "SparkListenerTaskEnd":
-                m = ev.get("Task Metrics") or {}
-                sw = m.get("Shuffle Write Metrics") or {}
-                st = per_stage.setdefault(ev["Stage ID"], {"bytes": 0, "records": 0})
-                st["bytes"] += sw.get("Shuffle Bytes Written", 0)
-                st["records"] += sw.get("Shuffle Records Written", 0)
-            elif kind == "SparkListenerStageCompleted":
-                info = ev["Stage Info"]
-                details = info.get("Details", "")
-                names[info["Stage ID"]] = _caller(details) or info.get("Stage Name", "")
-                st = per_stage.setdefault(info["Stage ID"], {"bytes": 0, "records": 0})
-                if info.get("Completion Time") and info.get("Submission Time"):
-                    st["seconds"] = (info["Completion Time"] - info["Submission Time"]) / 1000
+        with _open_log(part) as f:
+            for line in f:
+                ev = json.loads(line)
+                kind = ev.get("Event")
+                if kind == "SparkListenerJobStart":
+                    jobs += 1
+                elif kind == "SparkListenerTaskEnd":
+                    m = ev.get("Task Metrics") or {}
+                    sw = m.get("Shuffle Write Metrics") or {}
+                    st = per_stage.setdefault(ev["Stage ID"], {"bytes": 0, "records": 0})
+                    st["bytes"] += sw.get("Shuffle Bytes Written", 0)
+                    st["records"] += sw.get("Shuffle Records Written", 0)
+                elif kind == "SparkListenerStageCompleted":
+                    info = ev["Stage Info"]
+                    details = info.get("Details", "")
+                    names[info["Stage ID"]] = _caller(details) or info.get("Stage Name", "")
+                    st = per_stage.setdefault(info["Stage ID"], {"bytes": 0, "records": 0})
+                    if info.get("Completion Time") and info.get("Submission Time"):
+                        st["seconds"] = (info["Completion Time"] - info["Submission Time"]) / 1000
     rows = [{"stage": s, "name": names.get(s, ""), **v} for s, v in sorted(per_stage.items())]
     # stages that ran (a stage whose shuffle output was already there is skipped: no tasks)
     ran = sum(1 for r in rows if "seconds" in r)
@@ -119,15 +122,27 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="/tmp/bench_spark")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--partitions", type=int, default=None,
-                    help="shuffle partitions (default: the engine's, from the input's read splits)")
-    ap.add_argument("--session-shuffle-partitions", type=int, default=None,
-                    help="set spark.sql.shuffle.partitions on the session (how the benchmark ran "
-                         "before the engine set it per run; for measuring older versions)")
+    ap.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="shuffle partitions (default: the engine's, from the input's read splits)",
+    )
+    ap.add_argument(
+        "--session-shuffle-partitions",
+        type=int,
+        default=None,
+        help="set spark.sql.shuffle.partitions on the session (how the benchmark ran "
+        "before the engine set it per run; for measuring older versions)",
+    )
     ap.add_argument("--driver-memory", default="6g")
     ap.add_argument("--skip-local", action="store_true")
-    ap.add_argument("--method", choices=["minhash", "simhash"], default="minhash",
-                    help="both engines' --method (SimHash with its default --max-distance 3)")
+    ap.add_argument(
+        "--method",
+        choices=["minhash", "simhash"],
+        default="minhash",
+        help="both engines' --method (SimHash with its default --max-distance 3)",
+    )
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     corpus = os.path.join(a.out, f"corpus_{a.originals}_{a.copies}_{a.words}_{a.seed}.jsonl")
@@ -138,8 +153,15 @@ def main() -> int:
     size_mb = os.path.getsize(corpus) / 1e6
     import neardup
 
-    res: dict = {"method": a.method, "load_at_start": os.getloadavg(), "corpus": corpus, "corpus_mb": round(size_mb, 1), "documents": a.originals + a.copies,
-                 "cores": os.cpu_count(), "python": sys.version.split()[0]}
+    res: dict = {
+        "method": a.method,
+        "load_at_start": os.getloadavg(),
+        "corpus": corpus,
+        "corpus_mb": round(size_mb, 1),
+        "documents": a.originals + a.copies,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     local = None
     if not a.skip_local:
         t, c = time.perf_counter(), _self_cpu()
@@ -155,19 +177,25 @@ def main() -> int:
     events = os.path.join(a.out, "spark-events")
     os.makedirs(events, exist_ok=True)
     t = time.perf_counter()
-    spark = session(a.master, app_name="neardup-bench", shuffle_partitions=a.session_shuffle_partitions, conf={
-        "spark.driver.memory": a.driver_memory,
-        "spark.eventLog.enabled": "true",
-        "spark.eventLog.compress": "false",
-        "spark.eventLog.dir": "file://" + os.path.abspath(events),
-        "spark.local.dir": os.path.join(a.out, "spark-local"),
-    })
+    spark = session(
+        a.master,
+        app_name="neardup-bench",
+        shuffle_partitions=a.session_shuffle_partitions,
+        conf={
+            "spark.driver.memory": a.driver_memory,
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.compress": "false",
+            "spark.eventLog.dir": "file://" + os.path.abspath(events),
+            "spark.local.dir": os.path.join(a.out, "spark-local"),
+        },
+    )
     spark.sparkContext.setLogLevel("ERROR")
     res["spark_session_seconds"] = round(time.perf_counter() - t, 2)
     jvm = spark.sparkContext._gateway.proc.pid
     t, c, cj = time.perf_counter(), _self_cpu(), _ticks(jvm)
-    sp = dedup_spark(spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions,
-                     method=a.method)
+    sp = dedup_spark(
+        spark, corpus, os.path.join(a.out, "spark"), prefer_source=["agency"], partitions=a.partitions, method=a.method
+    )
     res["spark_seconds"] = round(time.perf_counter() - t, 2)
     res["spark_cpu_seconds"] = round(_self_cpu() - c + _ticks(jvm) - cj, 2)
     res["spark_cpu_note"] = "driver Python + the JVM and its Python workers"
@@ -184,11 +212,13 @@ def main() -> int:
 
         back = read_outputs(os.path.join(a.out, "spark"))  # what Spark wrote (Parquet)
         # the same clusters, keepers and member similarities imply the same kept records
-        res["same_clusters_and_keepers"] = (
-            [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
-             for c in local.clusters]
-            == [(c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
-                for c in back.clusters])
+        res["same_clusters_and_keepers"] = [
+            (c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+            for c in local.clusters
+        ] == [
+            (c["cluster"], str(c["keeper"]), [(str(m["id"]), m["similarity"]) for m in c["members"]])
+            for c in back.clusters
+        ]
         res["ratio_spark_over_local"] = round(res["spark_seconds"] / res["local_seconds"], 2)
         res["cpu_ratio_spark_over_local"] = round(res["spark_cpu_seconds"] / max(res["local_cpu_seconds"], 1e-9), 2)
     for k in ("clusters", "copies_removed", "exact_copies_removed", "near_pairs"):
@@ -199,11 +229,15 @@ def main() -> int:
     print("spark stages:")
     for s in res["spark_stages"]:
         print(f"  {s['name']:<12} {s['seconds']:8.2f} s")
-    print(f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total; "
-          f"{res['shuffle'].get('jobs', 0)} jobs, {res['shuffle'].get('stages_run', 0)} stages run")
+    print(
+        f"shuffle written: {res['shuffle'].get('total_bytes', 0) / 1e6:.1f} MB in total; "
+        f"{res['shuffle'].get('jobs', 0)} jobs, {res['shuffle'].get('stages_run', 0)} stages run"
+    )
     for s in res["shuffle"].get("stages", []):
-        print(f"  stage {s['stage']:>3}: {s.get('seconds', 0):7.1f} s {s['bytes'] / 1e6:9.2f} MB, "
-              f"{s['records']:>10,} records  {s['name'][:100]}")
+        print(
+            f"  stage {s['stage']:>3}: {s.get('seconds', 0):7.1f} s {s['bytes'] / 1e6:9.2f} MB, "
+            f"{s['records']:>10,} records  {s['name'][:100]}"
+        )
     return 0
 
 

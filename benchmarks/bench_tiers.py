@@ -11,6 +11,7 @@ single-article texts the median of (a) the band and exact lookups alone (what ``
 does against every segment: the part that grows with their number) and (b) a whole
 ``ix.query``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,9 +68,15 @@ def run(factor: int, folds: int, fold_docs: int, queries: list[str], docs: list[
                 t0 = time.perf_counter()
                 ix.query(t)
                 q.append((time.perf_counter() - t0) * 1000)
-        return {"factor": factor, "segments": len(segs), "docs": segs if len(segs) <= 12 else f"{max(segs)}..{min(segs)}",
-                "fold_build_s": round(build, 2), "written_mb": round(written / 1e6, 1), "lookup_ms": round(lk, 3),
-                "query_ms": round(statistics.median(q), 2)}
+        return {
+            "factor": factor,
+            "segments": len(segs),
+            "docs": segs if len(segs) <= 12 else f"{max(segs)}..{min(segs)}",
+            "fold_build_s": round(build, 2),
+            "written_mb": round(written / 1e6, 1),
+            "lookup_ms": round(lk, 3),
+            "query_ms": round(statistics.median(q), 2),
+        }
 
 
 def main() -> None:

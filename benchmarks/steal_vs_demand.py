@@ -7,6 +7,7 @@ a given number of cores (a duty cycle for the fraction). Each window reports the
 
     python benchmarks/steal_vs_demand.py --corpus /work/benchix/corpus-1000000-200000-day.jsonl
 """
+
 import argparse
 import json
 import multiprocessing as mp
@@ -17,6 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_index as B  # noqa: E402
 
+
 def burner(share, stop):
     period = 0.01
     while not stop.is_set():
@@ -24,6 +26,7 @@ def burner(share, stop):
         while time.perf_counter() - t0 < period * share:
             pass
         time.sleep(period * (1 - share))
+
 
 def run(cores, dur, fl):
     stop = mp.Event()
@@ -36,15 +39,25 @@ def run(cores, dur, fl):
     for p in procs:
         p.start()
     time.sleep(0.5)
-    h0 = B.host_cpu(); c0 = B.procs_cpu([p.pid for p in procs])
+    h0 = B.host_cpu()
+    c0 = B.procs_cpu([p.pid for p in procs])
     row = fl.window(200, dur, f"floor + burner {cores} cores")
-    h1 = B.host_cpu(); c1 = B.procs_cpu([p.pid for p in procs])
+    h1 = B.host_cpu()
+    c1 = B.procs_cpu([p.pid for p in procs])
     stop.set()
     for p in procs:
         p.join()
-    d = {k: h1[k] - h0[k] for k in h1}; tot = sum(d.values())
-    return {"burner_cores_asked": cores, "burner_cores_used": round((c1 - c0) / tot * 2, 3), "steal": round(d["steal"] / tot, 4),
-            "p50": round(row["p50_ms"], 2), "p99": round(row["p99_ms"], 2), "max": round(row["max_ms"], 1)}
+    d = {k: h1[k] - h0[k] for k in h1}
+    tot = sum(d.values())
+    return {
+        "burner_cores_asked": cores,
+        "burner_cores_used": round((c1 - c0) / tot * 2, 3),
+        "steal": round(d["steal"] / tot, 4),
+        "p50": round(row["p50_ms"], 2),
+        "p99": round(row["p99_ms"], 2),
+        "max": round(row["max_ms"], 1),
+    }
+
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -125,8 +125,18 @@ def record_index(name: str, corpus: Path, work: Path, dest: Path, method: str) -
     out.mkdir(parents=True)
     for i, day in enumerate(days(corpus, work, 4)):
         proc = run(
-            ["neardup", "index", "add", str(idx), str(day), "--on-error", "skip", "--json",
-             "--verdicts", str(out / f"verdicts-day{i}.jsonl")]
+            [
+                "neardup",
+                "index",
+                "add",
+                str(idx),
+                str(day),
+                "--on-error",
+                "skip",
+                "--json",
+                "--verdicts",
+                str(out / f"verdicts-day{i}.jsonl"),
+            ]
         )
         write_scrubbed_json(proc.stdout, out / f"add-day{i}.json")
     run(["neardup", "index", "export", str(idx), "--all", "-o", str(out / "export.jsonl")])
@@ -165,7 +175,9 @@ def compare(a: Path, b: Path) -> int:
     mb = json.loads((b / "manifest.json").read_text())
     differ = sorted(k for k in ma.keys() | mb.keys() if ma.get(k) != mb.get(k))
     for k in differ:
-        print(f"differs: {k} ({'missing in ' + str(b) if k not in mb else 'missing in ' + str(a) if k not in ma else 'content'})")
+        print(
+            f"differs: {k} ({'missing in ' + str(b) if k not in mb else 'missing in ' + str(a) if k not in ma else 'content'})"
+        )
     print(f"{len(ma)} files, {len(differ)} differ")
     return 1 if differ else 0
 

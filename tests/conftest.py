@@ -31,6 +31,23 @@ def synth_200k(tmp_path_factory):
     tests/local/test_outputs_safety.py. Written once per session (~4 s); every user only
     reads it (their runs write into their own directories)."""
     path = tmp_path_factory.mktemp("synth_200k") / "c.jsonl"
-    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "160000",
-                    "--copies", "40000", "--words", "30"], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "synth",
+            "-o",
+            str(path),
+            "--originals",
+            "160000",
+            "--copies",
+            "40000",
+            "--words",
+            "30",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return path

@@ -3,6 +3,7 @@ never an abort of the interpreter, a Rust panic or a search that never returns.
 
 Calls that once aborted or hung run in a subprocess (with a small address space where the
 failure was a refused allocation), so a regression fails this test instead of ending pytest."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,8 @@ import numpy as np
 import pytest
 
 import neardup
-from neardup import _core, datasketch_compat as dc, lsh
+from neardup import _core, lsh
+from neardup import datasketch_compat as dc
 from neardup.errors import InvalidInputError, InvalidParameterError
 from neardup.minhash import MinHash, estimate_jaccard
 from neardup.shingle import Shingler
@@ -28,8 +30,9 @@ def run_isolated(code: str, address_space: int | None = None, timeout: float = 6
     pre = ""
     if address_space is not None:
         pre = f"import resource\nresource.setrlimit(resource.RLIMIT_AS, ({address_space}, {address_space}))\n"
-    return subprocess.run([sys.executable, "-c", pre + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", pre + textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_band_keys_with_bands_times_rows_past_64_bits_is_a_parameter_error():
@@ -52,19 +55,23 @@ def test_band_keys_with_bands_times_rows_past_64_bits_is_a_parameter_error():
 
 
 def test_connected_components_of_a_size_the_allocator_refuses_is_a_memory_error():
-    r = run_isolated("""
+    r = run_isolated(
+        """
         import neardup
         try:
             neardup.connected_components(2**32 - 1, [])
         except MemoryError as e:
             print("MemoryError", e)
-    """, address_space=3 << 30)
+    """,
+        address_space=3 << 30,
+    )
     assert r.returncode == 0 and r.stdout.startswith("MemoryError"), (r.returncode, r.stdout, r.stderr[-2000:])
 
 
 def test_read_texts_with_a_damaged_length_is_truncated_not_an_allocation():
     # a ~4 GiB length (damaged metadata) was allocated in full before anything was read
-    r = run_isolated("""
+    r = run_isolated(
+        """
         import os, tempfile, zlib
         import numpy as np
         from neardup import _core
@@ -82,7 +89,9 @@ def test_read_texts_with_a_damaged_length_is_truncated_not_an_allocation():
         os.close(fd)
         os.unlink(path)
         print("ok")
-    """, address_space=3 << 30)
+    """,
+        address_space=3 << 30,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr[-2000:])
 
 
@@ -93,8 +102,12 @@ def test_read_texts_reads_up_to_the_end_of_the_file():
             f.write(b"abcdef")
         fd = os.open(path, os.O_RDONLY)
         try:
-            got = _core.read_texts(fd, np.array([0, 3], np.uint64), np.array([3, 3], np.uint32),
-                                   np.array([zlib.crc32(b"abc"), zlib.crc32(b"def")], np.uint32))
+            got = _core.read_texts(
+                fd,
+                np.array([0, 3], np.uint64),
+                np.array([3, 3], np.uint32),
+                np.array([zlib.crc32(b"abc"), zlib.crc32(b"def")], np.uint32),
+            )
             assert got == ["abc", "def"]
             with pytest.raises(InvalidInputError, match="^truncated") as e:
                 _core.read_texts(fd, np.array([3], np.uint64), np.array([4], np.uint32), np.array([0], np.uint32))
@@ -104,7 +117,8 @@ def test_read_texts_reads_up_to_the_end_of_the_file():
 
 
 def test_core_areas_and_optimisers_refuse_what_never_returned():
-    r = run_isolated("""
+    r = run_isolated(
+        """
         from neardup import _core
         from neardup.errors import InvalidParameterError
         calls = [lambda: _core.false_positive_area(float("nan"), 4, 4),
@@ -121,7 +135,9 @@ def test_core_areas_and_optimisers_refuse_what_never_returned():
             else:
                 raise SystemExit(f"call {i} accepted")
         print("ok")
-    """, timeout=60)
+    """,
+        timeout=60,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr[-2000:])
     # the edges of the range still answer, as the Python wrappers' do
     assert _core.false_positive_area(0.0, 4, 4) == 0.0
@@ -136,11 +152,13 @@ BAD_THREADS = [2**64, 2**31, 0, -1, 1.5, True, np.bool_(True), "2"]
 def test_every_batch_call_refuses_a_bad_thread_count_with_one_error_class(threads):
     texts = ["a b c", "d e f"]
     m, s = MinHash(16), SimHash()
-    calls = [lambda: m.signatures(texts, threads=threads),
-             lambda: s.fingerprints(texts, threads=threads),
-             lambda: Shingler().hashes_batch(texts, threads=threads),
-             lambda: lsh.band_keys(m.signatures(texts), 4, 4, threads=threads),
-             lambda: _core._exact_keys(texts, threads=threads)]
+    calls = [
+        lambda: m.signatures(texts, threads=threads),
+        lambda: s.fingerprints(texts, threads=threads),
+        lambda: Shingler().hashes_batch(texts, threads=threads),
+        lambda: lsh.band_keys(m.signatures(texts), 4, 4, threads=threads),
+        lambda: _core._exact_keys(texts, threads=threads),
+    ]
     for i, call in enumerate(calls):
         with pytest.raises(InvalidParameterError, match="threads") as e:
             call()

@@ -22,7 +22,12 @@ def test_hierarchy() -> None:
     assert issubclass(neardup.InvalidInputError, ValueError)
     assert issubclass(neardup.InputTypeError, TypeError)
     assert issubclass(neardup.InternalError, RuntimeError)
-    for cls in (neardup.InvalidParameterError, neardup.InvalidInputError, neardup.InputTypeError, neardup.InternalError):
+    for cls in (
+        neardup.InvalidParameterError,
+        neardup.InvalidInputError,
+        neardup.InputTypeError,
+        neardup.InternalError,
+    ):
         assert issubclass(cls, neardup.NeardupError)
 
 

@@ -28,18 +28,21 @@ def test_union_find_object() -> None:
     assert uf.find(np.int64(3)) == uf.find(0)  # NumPy integers are integers
 
 
-@pytest.mark.parametrize("call, error, says", [
-    (lambda uf: uf.find(1.5), neardup.InvalidParameterError, "must be an integer, got float"),
-    (lambda uf: uf.union("a", 1), neardup.InvalidParameterError, "must be an integer, got str"),
-    (lambda uf: uf.union(True, 1), neardup.InvalidParameterError, "got a bool"),
-    (lambda uf: uf.find(np.bool_(True)), neardup.InvalidParameterError, "got a bool"),
-    (lambda uf: uf.find(2**70), neardup.InvalidInputError, "node 1180591620717411303424 is outside 0..4"),
-    (lambda uf: uf.union(0, -2**70), neardup.InvalidInputError, "is outside 0..4"),
-    (lambda uf: uf.grow(2.0), neardup.InvalidParameterError, "must be an integer"),
-    (lambda uf: uf.grow(2**40), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
-    (lambda uf: neardup.UnionFind(True), neardup.InvalidParameterError, "got a bool"),
-    (lambda uf: neardup.UnionFind(-1), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
-])
+@pytest.mark.parametrize(
+    "call, error, says",
+    [
+        (lambda uf: uf.find(1.5), neardup.InvalidParameterError, "must be an integer, got float"),
+        (lambda uf: uf.union("a", 1), neardup.InvalidParameterError, "must be an integer, got str"),
+        (lambda uf: uf.union(True, 1), neardup.InvalidParameterError, "got a bool"),
+        (lambda uf: uf.find(np.bool_(True)), neardup.InvalidParameterError, "got a bool"),
+        (lambda uf: uf.find(2**70), neardup.InvalidInputError, "node 1180591620717411303424 is outside 0..4"),
+        (lambda uf: uf.union(0, -(2**70)), neardup.InvalidInputError, "is outside 0..4"),
+        (lambda uf: uf.grow(2.0), neardup.InvalidParameterError, "must be an integer"),
+        (lambda uf: uf.grow(2**40), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
+        (lambda uf: neardup.UnionFind(True), neardup.InvalidParameterError, "got a bool"),
+        (lambda uf: neardup.UnionFind(-1), neardup.InvalidParameterError, "n must be in 0..2\\^32"),
+    ],
+)
 def test_union_find_arguments_are_checked(call, error, says) -> None:
     """Node numbers and sizes as the rest of the API's integers (neardup._ints): PyO3 raised its
     own TypeError / OverflowError for these, and took True for 1."""
@@ -51,7 +54,13 @@ def test_union_find_arguments_are_checked(call, error, says) -> None:
 
 def test_jaccard_and_containment() -> None:
     story = neardup.Shingler().hashes(" ".join(f"w{i}" for i in range(124)))
-    page = neardup.Shingler().hashes(" ".join(f"p{i}" for i in range(450)) + " " + " ".join(f"w{i}" for i in range(124)) + " " + " ".join(f"q{i}" for i in range(450)))
+    page = neardup.Shingler().hashes(
+        " ".join(f"p{i}" for i in range(450))
+        + " "
+        + " ".join(f"w{i}" for i in range(124))
+        + " "
+        + " ".join(f"q{i}" for i in range(450))
+    )
     assert neardup.containment(story, page) == 1.0
     assert neardup.jaccard(story, page) < 0.15
     assert neardup.jaccard(story, story) == 1.0
@@ -59,26 +68,29 @@ def test_jaccard_and_containment() -> None:
     assert neardup.jaccard(e, e) == 0.0 and neardup.containment(e, story) == 0.0
 
 
-@pytest.mark.parametrize("call", [
-    lambda: neardup.jaccard([1.7], [1]),  # (1.0: the float truncated)
-    lambda: neardup.jaccard([[1, 2]], [[1, 2]]),
-    lambda: neardup.jaccard([-1], [1]),
-    lambda: neardup.jaccard(None, [1]),
-    lambda: neardup.jaccard(["a"], [1]),
-    lambda: neardup.jaccard([2**64], [1]),
-    lambda: neardup.containment([True], [1]),
-    lambda: neardup.MinHash.from_params([1.5], [0]),
-    lambda: neardup.MinHash.from_params([-1], [0]),
-    lambda: neardup.SimHash.from_weighted([1, 2], [0.5, 0.5]),  # (fingerprint 0: weights truncated)
-    lambda: neardup.SimHash.from_weighted([1, 2], [-1, 1]),
-    lambda: neardup.hamming(np.array([1.9]), 0),
-    lambda: neardup.hamming(1.0, 0),
-    lambda: neardup.hamming(np.array([-1]), 0),  # (64: wrapped to 2^64 - 1)
-    lambda: neardup.hamming(True, False),
-    lambda: neardup.connected_components(2.5, [[0, 1]]),  # (ran with n = 2)
-    lambda: neardup.connected_components(-1, []),
-    lambda: neardup.connected_components(None, [[0, 1]]),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: neardup.jaccard([1.7], [1]),  # (1.0: the float truncated)
+        lambda: neardup.jaccard([[1, 2]], [[1, 2]]),
+        lambda: neardup.jaccard([-1], [1]),
+        lambda: neardup.jaccard(None, [1]),
+        lambda: neardup.jaccard(["a"], [1]),
+        lambda: neardup.jaccard([2**64], [1]),
+        lambda: neardup.containment([True], [1]),
+        lambda: neardup.MinHash.from_params([1.5], [0]),
+        lambda: neardup.MinHash.from_params([-1], [0]),
+        lambda: neardup.SimHash.from_weighted([1, 2], [0.5, 0.5]),  # (fingerprint 0: weights truncated)
+        lambda: neardup.SimHash.from_weighted([1, 2], [-1, 1]),
+        lambda: neardup.hamming(np.array([1.9]), 0),
+        lambda: neardup.hamming(1.0, 0),
+        lambda: neardup.hamming(np.array([-1]), 0),  # (64: wrapped to 2^64 - 1)
+        lambda: neardup.hamming(True, False),
+        lambda: neardup.connected_components(2.5, [[0, 1]]),  # (ran with n = 2)
+        lambda: neardup.connected_components(-1, []),
+        lambda: neardup.connected_components(None, [[0, 1]]),
+    ],
+)
 def test_ids_and_counts_are_integers_or_a_neardup_error(call):
     """Floats were truncated, negative numbers wrapped, bools counted as 1, and the rest were
     built-in OverflowError/TypeError/ValueError: each is an InvalidParameterError naming it."""

@@ -102,24 +102,27 @@ def test_lsh_finds_near_copies_end_to_end() -> None:
     assert not any(3 in p for p in pairs)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: lsh.false_positive_area(float("nan"), 9, 13),  # these looped for ever (the integrator on NaN)
-    lambda: lsh.false_negative_area(float("nan"), 9, 13),
-    lambda: lsh.false_positive_area(2.0, 9, 13),
-    lambda: lsh.false_positive_area(float("inf"), 9, 13),
-    lambda: lsh.false_positive_area(1.01, 9, 13),  # (answered 0.202)
-    lambda: lsh.false_positive_area(0.5, 1, 2**31),
-    lambda: lsh.false_negative_area(0.5, 2**31, 1),
-    lambda: lsh.candidate_probability(0.5, 1, 2**31),  # inf
-    lambda: lsh.candidate_probability(0.5, 2**32 - 1, 1),  # -1.0
-    lambda: lsh.candidate_probability("0.5", 9, 13),  # a string read as a number
-    lambda: lsh.candidate_probability(True, 9, 13),
-    lambda: lsh.optimal_params(True, 128),
-    lambda: lsh.optimal_params(None, 128),
-    lambda: lsh.optimal_params(0.5, 128, "12"),  # read as the weights (1, 2)
-    lambda: lsh.params_for_recall("x", 128),
-    lambda: lsh.params_for_recall(0.8, 128, float("nan")),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: lsh.false_positive_area(float("nan"), 9, 13),  # these looped for ever (the integrator on NaN)
+        lambda: lsh.false_negative_area(float("nan"), 9, 13),
+        lambda: lsh.false_positive_area(2.0, 9, 13),
+        lambda: lsh.false_positive_area(float("inf"), 9, 13),
+        lambda: lsh.false_positive_area(1.01, 9, 13),  # (answered 0.202)
+        lambda: lsh.false_positive_area(0.5, 1, 2**31),
+        lambda: lsh.false_negative_area(0.5, 2**31, 1),
+        lambda: lsh.candidate_probability(0.5, 1, 2**31),  # inf
+        lambda: lsh.candidate_probability(0.5, 2**32 - 1, 1),  # -1.0
+        lambda: lsh.candidate_probability("0.5", 9, 13),  # a string read as a number
+        lambda: lsh.candidate_probability(True, 9, 13),
+        lambda: lsh.optimal_params(True, 128),
+        lambda: lsh.optimal_params(None, 128),
+        lambda: lsh.optimal_params(0.5, 128, "12"),  # read as the weights (1, 2)
+        lambda: lsh.params_for_recall("x", 128),
+        lambda: lsh.params_for_recall(0.8, 128, float("nan")),
+    ],
+)
 def test_lsh_arithmetic_refuses_what_it_cannot_answer(call):
     with pytest.raises(neardup.InvalidParameterError):
         call()

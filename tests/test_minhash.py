@@ -84,8 +84,12 @@ def test_thread_count_invariance(texts: list[str], scheme: str) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.text(max_size=80), max_size=40), st.sampled_from(SCHEMES),
-       st.sampled_from(["word", "char", "whitespace"]), st.booleans())
+@given(
+    st.lists(st.text(max_size=80), max_size=40),
+    st.sampled_from(SCHEMES),
+    st.sampled_from(["word", "char", "whitespace"]),
+    st.booleans(),
+)
 def test_keyed_signatures_are_signatures_plus_exact_keys(texts: list[str], scheme: str, unit: str, stop: bool) -> None:
     # the index's intake signs and keys every text in one pass; it must give what the two
     # separate calls give, for any text, unit and stop-word list
@@ -232,9 +236,14 @@ def test_schemes_pickle_copy_and_compare_by_their_settings():
     import pickle
 
     t = "the quick brown fox jumps over the lazy dog"
-    objs = [neardup.Shingler(k=3, stopwords="english"), neardup.MinHash(16), neardup.MinHash(16, scheme="oph", seed=7),
-            neardup.MinHash(8, scheme="datasketch-affine32"), neardup.MinHash.from_params([1, 3], [0, 5]),
-            neardup.SimHash()]
+    objs = [
+        neardup.Shingler(k=3, stopwords="english"),
+        neardup.MinHash(16),
+        neardup.MinHash(16, scheme="oph", seed=7),
+        neardup.MinHash(8, scheme="datasketch-affine32"),
+        neardup.MinHash.from_params([1, 3], [0, 5]),
+        neardup.SimHash(),
+    ]
     for o in objs:
         for back in (pickle.loads(pickle.dumps(o)), copy.deepcopy(o), copy.copy(o)):
             assert back == o and hash(back) == hash(o)

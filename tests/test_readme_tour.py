@@ -1,5 +1,6 @@
 """The README's "short tour of the API" runs as printed (a docs audit found it calling
 ``sh.fingerprint(b)`` with ``b`` the number of bands, and ``texts`` never defined)."""
+
 from __future__ import annotations
 
 import re

@@ -1,7 +1,9 @@
 """neardup._sets: the sort-based set operations give exactly what NumPy's give."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from neardup import _sets
@@ -37,9 +39,9 @@ def test_same_as_numpy(dtype, data):
 
 def test_large_arrays_match():
     rng = np.random.default_rng(7)
-    a = rng.integers(-2**62, 2**62, size=200_000, dtype=np.int64)
+    a = rng.integers(-(2**62), 2**62, size=200_000, dtype=np.int64)
     a = np.concatenate([a, a[:50_000], [np.iinfo(np.int64).min, np.iinfo(np.int64).max]])
-    b = np.concatenate([a[::7], rng.integers(-2**62, 2**62, size=1000)])
+    b = np.concatenate([a[::7], rng.integers(-(2**62), 2**62, size=1000)])
     np.testing.assert_array_equal(_sets.unique(a), np.unique(a))
     np.testing.assert_array_equal(_sets.union(a, b), np.union1d(a, b))
     np.testing.assert_array_equal(_sets.isin(b, a), np.isin(b, a))

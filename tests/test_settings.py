@@ -32,22 +32,25 @@ def test_frozen_hashable_picklable_round_trip():
     assert s.replace(k=4).k == 4 and s.k == 3
 
 
-@pytest.mark.parametrize("kw, msg", [
-    ({"k": 0}, "k must be >= 1"),
-    ({"k": "5"}, "k must be an integer"),
-    ({"threshold": True}, "threshold must be a number"),
-    ({"threshold": 1.5}, r"threshold must be in \(0, 1\]"),
-    ({"threshold": float("nan")}, "threshold must be in"),
-    ({"recall": 1.0}, "recall must be in"),
-    ({"method": "lsh"}, "method must be one of"),
-    ({"bands": 4}, "give both bands and rows"),
-    ({"bands": 20, "rows": 7}, "is more than num_perm"),
-    ({"method": "simhash", "bands": 4, "rows": 16}, "apply to MinHash's LSH"),
-    ({"measure": "containment", "verify": "estimate"}, "needs exact verification"),
-    ({"max_distance": 32}, "max_distance must be in 0..31"),
-    ({"max_chars": 0}, "max_chars must be >= 1"),
-    ({"prefer_source": [1]}, "prefer_source must be source names"),
-])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        ({"k": 0}, "k must be >= 1"),
+        ({"k": "5"}, "k must be an integer"),
+        ({"threshold": True}, "threshold must be a number"),
+        ({"threshold": 1.5}, r"threshold must be in \(0, 1\]"),
+        ({"threshold": float("nan")}, "threshold must be in"),
+        ({"recall": 1.0}, "recall must be in"),
+        ({"method": "lsh"}, "method must be one of"),
+        ({"bands": 4}, "give both bands and rows"),
+        ({"bands": 20, "rows": 7}, "is more than num_perm"),
+        ({"method": "simhash", "bands": 4, "rows": 16}, "apply to MinHash's LSH"),
+        ({"measure": "containment", "verify": "estimate"}, "needs exact verification"),
+        ({"max_distance": 32}, "max_distance must be in 0..31"),
+        ({"max_chars": 0}, "max_chars must be >= 1"),
+        ({"prefer_source": [1]}, "prefer_source must be source names"),
+    ],
+)
 def test_invalid_settings_are_refused_when_made(kw, msg):
     with pytest.raises(InvalidParameterError, match=msg):
         Settings(**kw)

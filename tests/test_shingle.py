@@ -145,7 +145,12 @@ def test_bad_parameters(kwargs: dict, match: str) -> None:
 def test_shingler_arguments_are_neardup_errors():
     from neardup import InvalidParameterError, Shingler
 
-    for kw in ({"k": 2**70}, {"stopwords": 5}, {"stopwords": ["\ud800"]}, {"seed": True},
-               {"unit": "char", "stopwords": ["the"]}):  # (char stop words became letters, then ignored)
+    for kw in (
+        {"k": 2**70},
+        {"stopwords": 5},
+        {"stopwords": ["\ud800"]},
+        {"seed": True},
+        {"unit": "char", "stopwords": ["the"]},
+    ):  # (char stop words became letters, then ignored)
         with pytest.raises(InvalidParameterError):
             Shingler(**kw)

@@ -124,9 +124,7 @@ def test_vocabulary_is_real_english():
 
 
 def test_word_frequencies_realistic(cross):
-    counts = collections.Counter(
-        w for r in cross if r["original_id"] is None for w in r["text"].split(" ")
-    )
+    counts = collections.Counter(w for r in cross if r["original_id"] is None for w in r["text"].split(" "))
     top = [w for w, _ in counts.most_common(10)]
     assert top[0] == "the"
     assert {"of", "and", "to", "a", "in"} <= set(top)
@@ -223,8 +221,12 @@ def test_sizes_and_levels_out_of_range_are_refused(tmp_path):
 
     with pytest.raises(InvalidParameterError, match="words must be <= 1,000,000"):
         synth.write_corpus(tmp_path / "a.jsonl", originals=2, copies=0, words=10**9)
-    for name, msg in (("a.jsonl.gz", "0..9"), ("a.jsonl.zst", "1..22"), ("a.parquet", "1..22"),
-                      ("a.jsonl", "level applies to")):
+    for name, msg in (
+        ("a.jsonl.gz", "0..9"),
+        ("a.jsonl.zst", "1..22"),
+        ("a.parquet", "1..22"),
+        ("a.jsonl", "level applies to"),
+    ):
         with pytest.raises(InvalidParameterError, match=msg):
             synth.write_corpus(tmp_path / name, originals=2, copies=0, words=5, level=100)
         assert not (tmp_path / name).exists()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-
 #: public name -> the module that defines it
 _LAZY = {
     "NeardupError": "neardup.errors",
@@ -60,13 +59,31 @@ _LAZY = {
 }
 
 #: submodules reachable as attributes of the package, as they were when it imported them all
-_SUBMODULES = frozenset({
-    "errors", "graph", "io", "index", "kernels", "lsh", "measures", "minhash", "settings", "stages",
-    "shingle", "simhash", "synth", "evaluate", "service", "engines", "datasketch_compat",
-})
+_SUBMODULES = frozenset(
+    {
+        "errors",
+        "graph",
+        "io",
+        "index",
+        "kernels",
+        "lsh",
+        "measures",
+        "minhash",
+        "settings",
+        "stages",
+        "shingle",
+        "simhash",
+        "synth",
+        "evaluate",
+        "service",
+        "engines",
+        "datasketch_compat",
+    }
+)
 
 if TYPE_CHECKING:  # what static checkers and IDEs see: the same names, eagerly
     from neardup import lsh
+    from neardup.engines.local import dedup
     from neardup.errors import (
         BackupBusyError,
         DocumentNotFoundError,
@@ -100,7 +117,6 @@ if TYPE_CHECKING:  # what static checkers and IDEs see: the same names, eagerly
     from neardup.index import Index
     from neardup.measures import containment, jaccard
     from neardup.minhash import MinHash, estimate_jaccard
-    from neardup.engines.local import dedup
     from neardup.settings import Settings
     from neardup.shingle import ENGLISH_STOPWORDS, Shingler
     from neardup.simhash import SimHash, hamming

@@ -40,11 +40,7 @@ def string_buffers(arr: Any) -> list[tuple[np.ndarray, np.ndarray]]:
         _, off_buf, data_buf = chunk.buffers()
         off_dtype = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
         offsets = np.frombuffer(off_buf, dtype=off_dtype)[chunk.offset : chunk.offset + len(chunk) + 1]
-        data = (
-            np.frombuffer(data_buf, dtype=np.uint8)
-            if data_buf is not None
-            else np.zeros(0, dtype=np.uint8)
-        )
+        data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
         out.append((offsets.astype(np.int64), data))
         base += len(chunk)
     return out

@@ -116,8 +116,11 @@ def _panic_for_tests(in_worker: bool = False) -> None: ...
 
 # Pipeline kernels (crates/neardup-py/src/allpairs.rs), used by neardup.pipeline / neardup.evaluate.
 def _allpairs_verify(
-    data: npt.NDArray[np.uint64], offsets: npt.NDArray[np.int64], pairs: npt.NDArray[np.uint32],
-    measure: str = "jaccard", threads: int | None = None,
+    data: npt.NDArray[np.uint64],
+    offsets: npt.NDArray[np.int64],
+    pairs: npt.NDArray[np.uint32],
+    measure: str = "jaccard",
+    threads: int | None = None,
 ) -> npt.NDArray[np.float64]: ...
 def _allpairs_self_join(
     data: npt.NDArray[np.uint64], offsets: npt.NDArray[np.int64], threshold: float, threads: int | None = None
@@ -126,34 +129,48 @@ def _lsh_candidates_capped(
     keys: npt.NDArray[np.uint64], max_bucket: int
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64], npt.NDArray[np.uint32]]: ...
 def _bucket_spanning_exact(
-    offsets: npt.NDArray[np.int64], members: npt.NDArray[np.uint32], seed: npt.NDArray[np.uint32],
-    data: npt.NDArray[np.uint64], set_offsets: npt.NDArray[np.int64], measure: str, threshold: float,
+    offsets: npt.NDArray[np.int64],
+    members: npt.NDArray[np.uint32],
+    seed: npt.NDArray[np.uint32],
+    data: npt.NDArray[np.uint64],
+    set_offsets: npt.NDArray[np.int64],
+    measure: str,
+    threshold: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], int]: ...
 def _bucket_spanning_estimate(
-    offsets: npt.NDArray[np.int64], members: npt.NDArray[np.uint32], seed: npt.NDArray[np.uint32],
-    sigs: npt.NDArray[np.uint32], threshold: float,
+    offsets: npt.NDArray[np.int64],
+    members: npt.NDArray[np.uint32],
+    seed: npt.NDArray[np.uint32],
+    sigs: npt.NDArray[np.uint32],
+    threshold: float,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float64], int]: ...
 def _allpairs_hamming(
     fps: npt.NDArray[np.uint64], max_distance: int, threads: int | None = None
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
-def _exact_keys(texts: Sequence[str], threads: int | None = None, unit: str = "word") -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
+def _exact_keys(
+    texts: Sequence[str], threads: int | None = None, unit: str = "word"
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]: ...
 
 # The persistent index's band look-up (crates/neardup-py/src/postings.rs), used by neardup.index.
 def postings_lookup(
     keys: Sequence[npt.NDArray[np.uint64]], docs: Sequence[npt.NDArray[np.uint32]], queries: npt.NDArray[np.uint64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+
 class PostingArrays:
     """One band's posting arrays over every segment, held for look-ups of a few queries."""
 
-    def __new__(cls, keys: Sequence[npt.NDArray[np.uint64]], docs: Sequence[npt.NDArray[np.uint32]]) -> PostingArrays: ...
+    def __new__(
+        cls, keys: Sequence[npt.NDArray[np.uint64]], docs: Sequence[npt.NDArray[np.uint32]]
+    ) -> PostingArrays: ...
     def few(self, queries: npt.NDArray[np.uint64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
     def __len__(self) -> int: ...
 
 def lookup_bands(
     handles: Sequence[PostingArrays], queries: npt.NDArray[np.uint64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
-
 def read_texts(
     fd: int, offsets: npt.NDArray[np.uint64], lengths: npt.NDArray[np.uint32], crcs: npt.NDArray[np.uint32]
 ) -> list[str]: ...
-def write_texts(fd: int, offset: int, texts: Sequence[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
+def write_texts(
+    fd: int, offset: int, texts: Sequence[str]
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...

@@ -8,6 +8,7 @@ bool, a string, a negative number or a value past 64 bits is an
 :class:`~neardup.InvalidParameterError` that names the argument, and a ``uint64`` array (the
 common case, as ``Shingler.hashes`` returns) passes without a copy or a check.
 """
+
 from __future__ import annotations
 
 from typing import Any

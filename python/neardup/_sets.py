@@ -14,6 +14,7 @@ before, in turns: the candidates stage 1.47 / 1.57 s -> 1.07 / 1.18 s, verify 2.
 
 Integer arrays only: a float array's NaNs would need ``np.unique``'s ``equal_nan`` rules.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -109,8 +109,12 @@ class RecordError(NeardupError, ValueError):
     def as_dict(self) -> dict[str, Any]:
         """For report.json: a lone surrogate (a field's name that holds one, a file name that
         is not UTF-8) written as its escape, \\udc80, as JSON cannot hold it."""
-        return {"file": _writable(self.path), "line": self.line, "field": _writable(self.field),
-                "reason": _writable(self.reason)}
+        return {
+            "file": _writable(self.path),
+            "line": self.line,
+            "field": _writable(self.field),
+            "reason": _writable(self.reason),
+        }
 
 
 def _writable(s: str | None) -> str | None:
@@ -130,6 +134,7 @@ class InputFileError(NeardupError, OSError):
 
 class OutputError(NeardupError, OSError):
     """The output directory or one of its files cannot be written."""
+
 
 class MemoryLimitError(InvalidParameterError):
     """``--memory-limit`` is below what this input needs (the message says how much)."""

@@ -75,9 +75,7 @@ def _check_num_perm(num_perm: Any) -> int:
     return int(num_perm)
 
 
-def optimal_params(
-    threshold: float, num_perm: int, weights: tuple[float, float] = (0.5, 0.5)
-) -> tuple[int, int]:
+def optimal_params(threshold: float, num_perm: int, weights: tuple[float, float] = (0.5, 0.5)) -> tuple[int, int]:
     """datasketch's choice of (b, r): minimise ``w_fp * FP area + w_fn * FN area``.
 
     Agrees with datasketch 2.0.0 ``MinHashLSH`` (9x13 for 0.8/128; 11x11 with weights
@@ -103,8 +101,9 @@ def params_for_recall(threshold: float, num_perm: int, recall: float = 0.95) -> 
     it); ties go to fewer slots. Raises :class:`InvalidParameterError` when no (b, r) with
     ``b*r <= num_perm`` reaches the recall, naming the best reachable one.
     """
-    return _core.params_for_recall(_check_unit("threshold", threshold), _check_num_perm(num_perm),
-                                   _check_unit("recall", recall))
+    return _core.params_for_recall(
+        _check_unit("threshold", threshold), _check_num_perm(num_perm), _check_unit("recall", recall)
+    )
 
 
 def false_positive_area(threshold: float, b: int, r: int) -> float:

@@ -124,8 +124,7 @@ class MinHash:
 
     def __repr__(self) -> str:
         return (
-            f"MinHash(num_perm={self.num_perm}, seed={self.seed}, scheme={self.scheme!r}, "
-            f"shingler={self.shingler!r})"
+            f"MinHash(num_perm={self.num_perm}, seed={self.seed}, scheme={self.scheme!r}, shingler={self.shingler!r})"
         )
 
     def __reduce__(self):
@@ -136,8 +135,14 @@ class MinHash:
 
     def _key(self) -> tuple:
         a, b = self.a, self.b
-        return (self.scheme, self.num_perm, self._seed, None if a is None else a.tobytes(),
-                None if b is None else b.tobytes(), self._shingler)
+        return (
+            self.scheme,
+            self.num_perm,
+            self._seed,
+            None if a is None else a.tobytes(),
+            None if b is None else b.tobytes(),
+            self._shingler,
+        )
 
     def __eq__(self, other: object) -> bool:
         """Same scheme, parameters and shingler: the same signatures."""
@@ -169,8 +174,9 @@ class MinHash:
             return parts[0] if len(parts) == 1 else np.vstack(parts)
         return self._inner.signatures(self._shingler._inner, texts, threads)
 
-    def _signatures_keyed(self, texts: Sequence[str] | Any, threads: int | None = None
-                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _signatures_keyed(
+        self, texts: Sequence[str] | Any, threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`signatures` of a list of str or a pyarrow string array (read in place), plus
         each text's exact-pass key and token count (``_core._exact_keys``), each text tokenised
         once (the index's intake and the Spark kernel ``doc_keys`` need both)."""
@@ -192,8 +198,11 @@ class MinHash:
         Order and repeats do not matter.
         """
         arr = np.asarray(hashes)
-        if (arr.dtype.kind in "fO" and not isinstance(hashes, np.ndarray)
-                and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in hashes)):
+        if (
+            arr.dtype.kind in "fO"
+            and not isinstance(hashes, np.ndarray)
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in hashes)
+        ):
             # a list of ids on both sides of 2^63 (as Shingler.hashes(...).tolist() gives) is read
             # by NumPy as float64: read it as the integers it holds
             try:

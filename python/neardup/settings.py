@@ -100,9 +100,7 @@ class Settings:
 
     method: str = _setting("minhash", "minhash (default) or simhash", choices=METHODS)
     k: int = _setting(5, "shingle size in tokens (default: 5)")
-    unit: str = _setting(
-        "word", "tokens: Unicode words (default), whitespace-split, or characters", choices=UNITS
-    )
+    unit: str = _setting("word", "tokens: Unicode words (default), whitespace-split, or characters", choices=UNITS)
     num_perm: int = _setting(128, "MinHash values per signature (default: 128)")
     scheme: str = _setting(
         DEFAULT_SCHEME,
@@ -115,9 +113,7 @@ class Settings:
     bands: int | None = _setting(None, "pin the number of LSH bands (with --rows)")
     rows: int | None = _setting(None, "pin the rows per band (with --bands)")
     max_distance: int = _setting(3, "SimHash: max Hamming distance (default: 3)")
-    verify: str = _setting(
-        "exact", "exact Jaccard on shingles (default) or the signature estimate", choices=VERIFY
-    )
+    verify: str = _setting("exact", "exact Jaccard on shingles (default) or the signature estimate", choices=VERIFY)
     measure: str = _setting(
         "jaccard", "jaccard (default) or containment: shared shingles over the smaller document's", choices=MEASURES
     )

@@ -35,14 +35,13 @@ def _resolve_stopwords(stopwords: str | Iterable[str] | None) -> list[str] | Non
     if isinstance(stopwords, str):
         if stopwords == "english":
             return list(ENGLISH_STOPWORDS)
-        raise InvalidParameterError(
-            f'stopwords must be None, "english" or an iterable of words, got {stopwords!r}'
-        )
+        raise InvalidParameterError(f'stopwords must be None, "english" or an iterable of words, got {stopwords!r}')
     try:
         words = list(stopwords)
     except TypeError:
         raise InvalidParameterError(
-            f'stopwords must be None, "english" or an iterable of words, got {type(stopwords).__name__}') from None
+            f'stopwords must be None, "english" or an iterable of words, got {type(stopwords).__name__}'
+        ) from None
     for i, w in enumerate(words):
         if not isinstance(w, str):
             raise InvalidParameterError(f"stopwords[{i}] must be str, got {type(w).__name__}")

@@ -138,8 +138,10 @@ def _check(originals: int, copies: int, words: int, seed: int) -> None:
     if words < 1:
         raise InvalidParameterError(f"words must be >= 1, got {words}")
     if words > MAX_WORDS:  # (10**9 words per document tried to allocate gigabytes at once)
-        raise InvalidParameterError(f"words must be <= {MAX_WORDS:,} (a document of that many words is "
-                                    f"about {MAX_WORDS * 8 // 10**6} MB), got {words:,}")
+        raise InvalidParameterError(
+            f"words must be <= {MAX_WORDS:,} (a document of that many words is "
+            f"about {MAX_WORDS * 8 // 10**6} MB), got {words:,}"
+        )
     if copies > 0 and originals == 0:
         raise InvalidParameterError("copies need at least one original")
 
@@ -497,9 +499,7 @@ def _write_parquet(tmp, originals, copies, words, seed, level, tally) -> None:
     except ImportError as exc:
         raise ImportError("writing Parquet needs pyarrow: pip install 'neardup[parquet]'") from exc
     schema = _arrow_schema()
-    with pq.ParquetWriter(
-        tmp, schema, compression="zstd", compression_level=3 if level is None else level
-    ) as pw:
+    with pq.ParquetWriter(tmp, schema, compression="zstd", compression_level=3 if level is None else level) as pw:
         writer = _Writer(pw.write_table)
         try:
             for chunk in _chunks(originals, copies, words, seed):

@@ -1,4 +1,5 @@
 """The command line: demo, dedup from stdin, curve, --json/--quiet, progress off without a tty."""
+
 import json
 import os
 import subprocess
@@ -13,16 +14,17 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def cli(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "neardup.cli", *args], input=stdin, capture_output=True,
-                          timeout=300)
+    return subprocess.run([sys.executable, "-m", "neardup.cli", *args], input=stdin, capture_output=True, timeout=300)
 
 
 def test_dedup_without_input_runs_the_demo(capsys):
     assert main(["dedup"]) == 0
     out = capsys.readouterr().out
     assert "demo" in out
-    assert "keeper agency-001: alternates site-a-417 (near, J=0.83), site-b-092 (near, J=0.84), " \
-           "site-d-775 (exact, J=1.00)" in out
+    assert (
+        "keeper agency-001: alternates site-a-417 (near, J=0.83), site-b-092 (near, J=0.84), "
+        "site-d-775 (exact, J=1.00)" in out
+    )
     assert "kept: agency-001, site-c-310, site-e-058" in out
 
 
@@ -55,8 +57,17 @@ def test_dedup_files_summary_lists_every_stage(tmp_path):
     p = cli("dedup", str(path), "-o", str(tmp_path / "o"), "--prefer-source", "agency")
     assert p.returncode == 0
     out = p.stdout.decode()
-    for word in ("exact pass: 1 copies removed", "13 bands x 7 rows", "candidate pairs", "read", "signatures",
-                 "verify", "clusters", "peak memory", "outputs in"):
+    for word in (
+        "exact pass: 1 copies removed",
+        "13 bands x 7 rows",
+        "candidate pairs",
+        "read",
+        "signatures",
+        "verify",
+        "clusters",
+        "peak memory",
+        "outputs in",
+    ):
         assert word in out, word
 
 
@@ -123,10 +134,12 @@ def test_large_bucket_flag(tmp_path, capsys):
 def test_index_add_does_not_import_the_spark_engine(tmp_path):
     # the Spark options (and the pyarrow import of the spark package) are dedup's only: the
     # daily `neardup index add` starts without them, `neardup dedup` still has them
-    code = ("import sys; from neardup.cli import main; "
-            f"assert main(['index', 'init', {str(tmp_path / 'ix')!r}]) == 0; "
-            "assert 'neardup.engines.spark' not in sys.modules, 'spark imported'; "
-            "main(['dedup', '--help'])")
+    code = (
+        "import sys; from neardup.cli import main; "
+        f"assert main(['index', 'init', {str(tmp_path / 'ix')!r}]) == 0; "
+        "assert 'neardup.engines.spark' not in sys.modules, 'spark imported'; "
+        "main(['dedup', '--help'])"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert b"--engine" in p.stdout

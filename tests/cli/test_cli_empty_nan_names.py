@@ -1,6 +1,7 @@
 """`neardup dedup` on an empty day with --format parquet, on a JSON line's NaN and on integers
 past Python's digits limit (exit 3 naming line and field), on a Parquet file's NaN (a value:
 exit 0, null in kept.jsonl), and on an input file whose name is not UTF-8."""
+
 import json
 import math
 import os
@@ -10,6 +11,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from neardup.cli import main
 
 A = "the council approved the new library budget after a long debate on tuesday night"
@@ -36,8 +38,9 @@ def test_nan_is_a_bad_record(tmp_path, capsys):
 def test_a_parquet_nan_is_a_value(tmp_path, capsys):
     """pandas writes NaN for a missing number: every such record was refused (exit 3)."""
     p = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"id": [1, 2], "text": [A, "a second story about something else"],
-                             "score": [float("nan"), 0.5]}), p)
+    pq.write_table(
+        pa.table({"id": [1, 2], "text": [A, "a second story about something else"], "score": [float("nan"), 0.5]}), p
+    )
     assert main(["dedup", str(p), "-o", str(tmp_path / "out"), "-q"]) == 0
     lines = (tmp_path / "out" / "kept.jsonl").read_text().splitlines()
     got = [json.loads(x, parse_constant=lambda c: pytest.fail(c)) for x in lines]
@@ -63,14 +66,16 @@ def test_an_input_file_name_that_is_not_utf8(tmp_path):
     d = os.fsencode(tmp_path)
     with open(d + b"/caf\xe9.jsonl", "wb") as f:
         f.write(json.dumps({"id": 1, "text": A}).encode() + b"\n")
-    r = subprocess.run([sys.executable, "-m", "neardup", "dedup", b"caf\xe9.jsonl", "-o", "out", "-q"],
-                       cwd=d, capture_output=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", b"caf\xe9.jsonl", "-o", "out", "-q"], cwd=d, capture_output=True
+    )
     assert r.returncode == 0, r.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
     assert report["inputs"][0]["path"] == "caf\\udce9.jsonl" and report["kept"] == 1
     # --json says it as report.json does (it printed the lone surrogate's JSON escape, "\udce9",
     # which reads back as the surrogate, where report.json has the text "caf\udce9.jsonl")
-    r = subprocess.run([sys.executable, "-m", "neardup", "dedup", b"caf\xe9.jsonl", "-o", "out2", "--json"],
-                       cwd=d, capture_output=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", b"caf\xe9.jsonl", "-o", "out2", "--json"], cwd=d, capture_output=True
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["inputs"] == report["inputs"]

@@ -1,5 +1,6 @@
 """SIGTERM and SIGHUP during `neardup dedup` clean up as Ctrl-C does: no spill directory in
 --tmp-dir, no partial output, the previous run's outputs as they were; exit 128 + signal."""
+
 import json
 import math
 import os
@@ -34,9 +35,26 @@ def limit(corpus, tmp_path_factory) -> str:
     out = tmp_path_factory.mktemp("probe")
     mib = 80.0
     for _ in range(12):
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out / "o"), "-q",
-                            "--json", "--tmp-dir", str(out), "--memory-limit", f"{math.ceil(mib)}M"],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "dedup",
+                str(corpus),
+                "-o",
+                str(out / "o"),
+                "-q",
+                "--json",
+                "--tmp-dir",
+                str(out),
+                "--memory-limit",
+                f"{math.ceil(mib)}M",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if p.returncode == 0:
             assert json.loads(p.stdout)["memory"]["rows_spilled_to_disk"], "the smallest limit that ran spilled nothing"
             return f"{math.ceil(mib * 1.05)}M"  # (5% over: at the edge, a run like it was refused)
@@ -51,9 +69,25 @@ def _signal_when(corpus, tmp_path, sig, appears, limit) -> tuple[int, str, bool]
     stderr and whether the moment was reached before the run ended."""
     spill, out = tmp_path / "spill", tmp_path / "out"
     spill.mkdir(exist_ok=True)
-    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out), "-q",
-                          "--tmp-dir", str(spill), "--memory-limit", limit],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "dedup",
+            str(corpus),
+            "-o",
+            str(out),
+            "-q",
+            "--tmp-dir",
+            str(spill),
+            "--memory-limit",
+            limit,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     caught = False
     try:
         deadline = time.monotonic() + 120
@@ -132,10 +166,14 @@ def test_a_signal_while_stdin_is_spooled_leaves_no_spool_file(tmp_path, sig, cod
     tmp.mkdir()
     # (SIGINT as a terminal's foreground job has it: a test run started in the background of a
     # non-interactive shell inherits it ignored, and the child then never sees it)
-    p = subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", str(tmp_path / "out"), "-q"],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env={**os.environ, "TMPDIR": str(tmp)},
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", str(tmp_path / "out"), "-q"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         p.stdin.write(b'{"id": 1, "text": "the first line of a feed that does not end"}\n')
         p.stdin.flush()  # (and stdin stays open: the copy waits for more)

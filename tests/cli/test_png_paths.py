@@ -1,6 +1,7 @@
 """--png of curve and eval: a directory gets a default name, a name without an extension gets
 .png (and the name said is the file written), an extension matplotlib cannot write is a usage
 error (exit 2) and a place that cannot be written an output error (exit 5)."""
+
 import json
 import os
 

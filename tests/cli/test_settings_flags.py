@@ -1,9 +1,11 @@
 """The command's settings flags are neardup.settings.Settings' fields: one flag per field, with
 the field's default, help and choices (neardup.cli.settings_args), so a default is written once."""
+
 import argparse
 import dataclasses
 
 import pytest
+
 from neardup.cli.parser import build_parser
 from neardup.cli.settings_args import flag, settings_from_args
 from neardup.settings import Settings
@@ -71,9 +73,28 @@ def test_index_add_checks_its_settings_without_defaults():
 def test_parsed_dedup_arguments_are_the_settings():
     ap = build_parser()
     assert settings_from_args(ap.parse_args(["dedup", "x"])) == Settings()
-    a = ap.parse_args(["dedup", "x", "--k", "3", "--threshold", "0.7", "--bands", "8", "--rows", "4",
-                       "--prefer-source", " agency, site-a,,", "--method", "minhash", "--max-chars", "99"])
-    assert settings_from_args(a) == Settings(k=3, threshold=0.7, bands=8, rows=4, prefer_source=("agency", "site-a"),
-                                             max_chars=99)
+    a = ap.parse_args(
+        [
+            "dedup",
+            "x",
+            "--k",
+            "3",
+            "--threshold",
+            "0.7",
+            "--bands",
+            "8",
+            "--rows",
+            "4",
+            "--prefer-source",
+            " agency, site-a,,",
+            "--method",
+            "minhash",
+            "--max-chars",
+            "99",
+        ]
+    )
+    assert settings_from_args(a) == Settings(
+        k=3, threshold=0.7, bands=8, rows=4, prefer_source=("agency", "site-a"), max_chars=99
+    )
     with pytest.raises(SystemExit):
         ap.parse_args(["dedup", "x", "--method", "lsh"])  # (choices from the field's metadata)

@@ -7,8 +7,7 @@ import textwrap
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
 
 
 def test_importing_the_package_and_the_command_loads_neither_numpy_nor_the_core():
@@ -64,18 +63,34 @@ def test_index_commands_cut_by_their_reader_exit_141_quietly(tmp_path):
     import os
 
     recs = tmp_path / "day.jsonl"
-    recs.write_text("".join(json.dumps({"id": f"d{i}", "text": f"story {i % 1500} about the harbour bridge and "
-                                        f"the tides {i % 1500 * 7} on monday" + (" again" if i >= 1500 else "")}) + "\n"
-                            for i in range(3000)))  # (stories of two: export has clusters to write)
+    recs.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"d{i}",
+                    "text": f"story {i % 1500} about the harbour bridge and "
+                    f"the tides {i % 1500 * 7} on monday" + (" again" if i >= 1500 else ""),
+                }
+            )
+            + "\n"
+            for i in range(3000)
+        )
+    )  # (stories of two: export has clusters to write)
     ix = tmp_path / "ix"
-    assert subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(ix)],
-                          capture_output=True).returncode == 0
-    for args in (["index", "add", str(ix), str(recs), "--verdicts", "-"], ["index", "query", str(ix), str(recs)],
-                 ["index", "export", str(ix), "-o", "-"]):
+    assert (
+        subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(ix)], capture_output=True).returncode
+        == 0
+    )
+    for args in (
+        ["index", "add", str(ix), str(recs), "--verdicts", "-"],
+        ["index", "query", str(ix), str(recs)],
+        ["index", "export", str(ix), "-o", "-"],
+    ):
         r, w = os.pipe()
         os.close(r)  # the reader is gone before the command writes
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", *args], stdout=w, stderr=subprocess.PIPE,
-                           text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", *args], stdout=w, stderr=subprocess.PIPE, text=True, timeout=300
+        )
         os.close(w)
         assert p.returncode == 141 and p.stderr == "", (args, p.returncode, p.stderr)
     p = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "stats", str(ix)], capture_output=True, text=True)

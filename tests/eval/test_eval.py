@@ -1,4 +1,5 @@
 """`neardup eval`: the exact self-join and the metrics, each against a brute-force computation."""
+
 import itertools
 import json
 import random

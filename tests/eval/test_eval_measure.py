@@ -1,6 +1,7 @@
 """eval scores a run by the run's own measure (a --measure containment run against
 containment, not Jaccard), its containment ground truth against brute force; an unreadable
 pairs.jsonl is an unreadable input, not a traceback."""
+
 import itertools
 import json
 import random
@@ -12,10 +13,11 @@ from neardup.cli import main
 from neardup.evaluate import containment_join, evaluate
 from neardup.stages.verify import HashSets
 
-STORY = ("the rain fell on the city all night long and the drains overflowed by morning while "
-         "residents waited")
-PAGE = ("breaking news from the capital " + STORY + " also read the weather forecast for the coming "
-        "week and more stories from our partners across the region today")
+STORY = "the rain fell on the city all night long and the drains overflowed by morning while residents waited"
+PAGE = (
+    "breaking news from the capital " + STORY + " also read the weather forecast for the coming "
+    "week and more stories from our partners across the region today"
+)
 
 
 def _sets(seed, n=60, vocab=80):
@@ -25,8 +27,11 @@ def _sets(seed, n=60, vocab=80):
     for b in base:
         sets.append(set(b))
         for _ in range(2):  # a part of it, or it with more
-            s = set(rng.sample(sorted(b), max(1, int(len(b) * rng.uniform(0.5, 1))))) if rng.random() < 0.5 \
+            s = (
+                set(rng.sample(sorted(b), max(1, int(len(b) * rng.uniform(0.5, 1)))))
+                if rng.random() < 0.5
                 else b | {rng.randrange(vocab) for _ in range(rng.randrange(0, 30))}
+            )
             sets.append(s)
     sets += [set()]
     rng.shuffle(sets)
@@ -52,13 +57,18 @@ def test_containment_join_equals_brute_force(seed, t):
 
 
 def _containment_run(tmp_path):
-    recs = [{"id": "story", "text": STORY}, {"id": "page", "text": PAGE},
-            {"id": "other", "text": "completely unrelated words about parliament and the minister of finance"}]
+    recs = [
+        {"id": "story", "text": STORY},
+        {"id": "page", "text": PAGE},
+        {"id": "other", "text": "completely unrelated words about parliament and the minister of finance"},
+    ]
     corpus = tmp_path / "cont.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in recs))
     out = tmp_path / "out"
-    assert main(["dedup", str(corpus), "-o", str(out), "-q", "--measure", "containment",
-                 "--bands", "128", "--rows", "1"]) == 0
+    assert (
+        main(["dedup", str(corpus), "-o", str(out), "-q", "--measure", "containment", "--bands", "128", "--rows", "1"])
+        == 0
+    )
     assert len((out / "pairs.jsonl").read_text().splitlines()) == 1
     return corpus, out
 
@@ -79,7 +89,9 @@ def test_a_containment_run_is_scored_by_containment(tmp_path, capsys):
 
 def test_a_jaccard_run_still_reads_jaccard(tmp_path):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate([STORY, STORY + " now", PAGE])))
+    corpus.write_text(
+        "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate([STORY, STORY + " now", PAGE]))
+    )
     out = tmp_path / "out"
     assert main(["dedup", str(corpus), "-o", str(out), "-q"]) == 0
     r = evaluate(str(corpus), str(out), write=False)
@@ -87,8 +99,15 @@ def test_a_jaccard_run_still_reads_jaccard(tmp_path):
     assert r["true_pairs"] == 1 and r["pair_precision"] == 1.0  # (STORY and PAGE: Jaccard 0.3)
 
 
-@pytest.mark.parametrize("name,damage", [("pairs.jsonl", lambda b: b[:20]), ("clusters.jsonl", lambda b: b[:25]),
-                                         ("pairs.jsonl", lambda b: b"[1, 2]\n"), ("clusters.jsonl", lambda b: b'{"x": 1}\n')])
+@pytest.mark.parametrize(
+    "name,damage",
+    [
+        ("pairs.jsonl", lambda b: b[:20]),
+        ("clusters.jsonl", lambda b: b[:25]),
+        ("pairs.jsonl", lambda b: b"[1, 2]\n"),
+        ("clusters.jsonl", lambda b: b'{"x": 1}\n'),
+    ],
+)
 def test_a_damaged_output_file_is_an_unreadable_input(tmp_path, capsys, name, damage):
     corpus, out = _containment_run(tmp_path)
     p = out / name

@@ -1,5 +1,6 @@
 """Real data: Reuters-21578 (../shared/data). Its reissued and corrected wire stories are found,
 and `eval`'s exact ground truth agrees with the data README's measurement."""
+
 import json
 import os
 
@@ -9,14 +10,16 @@ import neardup
 from neardup.cli import main
 from neardup.evaluate import evaluate
 
-REUTERS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                                        "reuters21578.jsonl.gz"))
+REUTERS = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "reuters21578.jsonl.gz")
+)
 if not os.path.exists(REUTERS):
     # in CI and in a developer's work tree, shared/ sits beside the repository
     REUTERS = os.path.normpath(os.path.join(os.getcwd(), "..", "shared", "data", "reuters21578.jsonl.gz"))
 
-pytestmark = pytest.mark.skipif(not os.path.exists(REUTERS),
-                                reason="Reuters-21578 is not in ../shared/data beside this repository")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(REUTERS), reason="Reuters-21578 is not in ../shared/data beside this repository"
+)
 
 
 @pytest.fixture(scope="module")

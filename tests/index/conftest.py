@@ -1,6 +1,5 @@
-import pytest
-
 import ix_helpers
+import pytest
 
 
 @pytest.fixture(scope="session")

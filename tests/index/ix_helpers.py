@@ -5,6 +5,7 @@ a third differing only in spacing and case, a third with light edits (1-8 words)
 heavy edits (30-60 words); plus "bridge" triples (two copies each ~6 edits from a later original,
 below the threshold to each other) so that a later day merges two clusters.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,15 @@ def synth(originals=400, copies=160, bridges=15, words=120, seed=0) -> list[dict
     for i in range(originals):
         toks = [vocab[j] for j in rng.choice(len(vocab), size=words, p=p)]
         base.append(toks)
-        docs.append({"id": f"o{i:05d}", "text": " ".join(toks), "published_at": t0 + int(rng.integers(0, 86400 * 4)),
-                     "source": f"site-{int(rng.integers(0, 12))}", "truth": f"o{i:05d}"})
+        docs.append(
+            {
+                "id": f"o{i:05d}",
+                "text": " ".join(toks),
+                "published_at": t0 + int(rng.integers(0, 86400 * 4)),
+                "source": f"site-{int(rng.integers(0, 12))}",
+                "truth": f"o{i:05d}",
+            }
+        )
     for c in range(copies):
         o = int(rng.integers(0, originals))
         kind = c % 3
@@ -52,8 +60,15 @@ def synth(originals=400, copies=160, bridges=15, words=120, seed=0) -> list[dict
             text = " ".join(_edit(rng, toks, vocab, p, int(rng.integers(1, 9))))
         else:
             text = " ".join(_edit(rng, toks, vocab, p, int(rng.integers(30, 61)) * words // 300))
-        docs.append({"id": f"c{c:05d}", "text": text, "published_at": t0 + int(rng.integers(0, 86400 * 4)),
-                     "source": ["agency", "site-a", "site-b"][int(rng.integers(0, 3))], "truth": f"o{o:05d}"})
+        docs.append(
+            {
+                "id": f"c{c:05d}",
+                "text": text,
+                "published_at": t0 + int(rng.integers(0, 86400 * 4)),
+                "source": ["agency", "site-a", "site-b"][int(rng.integers(0, 3))],
+                "truth": f"o{o:05d}",
+            }
+        )
     for b in range(bridges):
         toks = [vocab[j] for j in rng.choice(len(vocab), size=words, p=p)]
         positions = rng.permutation(words)
@@ -64,8 +79,9 @@ def synth(originals=400, copies=160, bridges=15, words=120, seed=0) -> list[dict
             b_t[pos] = "qq" + vocab[int(rng.integers(0, 500))]
         docs.append({"id": f"bA{b:03d}", "text": " ".join(a_t), "published_at": t0 + 10, "source": "site-a"})
         docs.append({"id": f"bB{b:03d}", "text": " ".join(b_t), "published_at": t0 + 20, "source": "site-b"})
-        docs.append({"id": f"bX{b:03d}", "text": " ".join(toks), "published_at": t0 + 5, "source": "agency",
-                     "day": "last"})
+        docs.append(
+            {"id": f"bX{b:03d}", "text": " ".join(toks), "published_at": t0 + 5, "source": "agency", "day": "last"}
+        )
     return docs
 
 
@@ -122,8 +138,13 @@ def chain_texts(seed: int) -> dict[str, str]:
                 t[p] = tag + t[p]
         return " ".join(t)
 
-    return {"a": edit((0, "x")), "b": edit((1, "y")), "c": edit((2, "z")),
-            "mbc": edit((1, "y"), (2, "z")), "mab": edit((0, "x"), (1, "y"))}
+    return {
+        "a": edit((0, "x")),
+        "b": edit((1, "y")),
+        "c": edit((2, "z")),
+        "mbc": edit((1, "y"), (2, "z")),
+        "mab": edit((0, "x"), (1, "y")),
+    }
 
 
 def follow(ix, cluster: int) -> set:

@@ -3,6 +3,7 @@ with a datetime, a date or text (it removed every document), one id given alone,
 multiprocessing's fork (a child's close() let a second writer in; every parallel call of the
 child hung), a clusters() generator paused while the thread reads on, close() during another
 thread's add, and a thread per request."""
+
 from __future__ import annotations
 
 import gc
@@ -10,23 +11,28 @@ import multiprocessing as mp
 import os
 import threading
 import time
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import pytest
 
 import neardup
-from neardup.errors import InvalidParameterError
+from neardup.errors import ForkedIndexError, IndexLockedError, InvalidParameterError
 from neardup.index import Index
-from neardup.errors import ForkedIndexError, IndexLockedError
 
 DAY = 86400.0
 
 
 def _docs(n: int, tag: str = "d", t0: float | None = None) -> list[dict]:
     t0 = time.time() if t0 is None else t0
-    return [{"id": f"{tag}{i}", "text": f"story {tag} {i} " + " ".join(f"w{i}x{j}" for j in range(30)),
-             "published_at": t0 - i * DAY} for i in range(n)]
+    return [
+        {
+            "id": f"{tag}{i}",
+            "text": f"story {tag} {i} " + " ".join(f"w{i}x{j}" for j in range(30)),
+            "published_at": t0 - i * DAY,
+        }
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -35,11 +41,21 @@ def recent(make_index):
     return make_index(_docs(5))
 
 
-@pytest.mark.parametrize("older_than, removed", [
-    (datetime(2000, 1, 1), 0), (datetime(2000, 1, 1, tzinfo=timezone.utc), 0), (date(2000, 1, 1), 0),
-    ("2000-01-01", 0), ("30d", 0), (946684800, 0), (946684800.0, 0), (np.float64(946684800), 0),
-    ("2d", 3), (datetime.now(timezone.utc) - timedelta(days=2, hours=1), 2),
-])
+@pytest.mark.parametrize(
+    "older_than, removed",
+    [
+        (datetime(2000, 1, 1), 0),
+        (datetime(2000, 1, 1, tzinfo=UTC), 0),
+        (date(2000, 1, 1), 0),
+        ("2000-01-01", 0),
+        ("30d", 0),
+        (946684800, 0),
+        (946684800.0, 0),
+        (np.float64(946684800), 0),
+        ("2d", 3),
+        (datetime.now(UTC) - timedelta(days=2, hours=1), 2),
+    ],
+)
 def test_remove_older_than_reads_times(recent, older_than, removed):
     """A datetime or text was compared with the stored numbers as text, which SQLite orders
     after every number: each of these removed every document."""
@@ -174,6 +190,7 @@ def test_a_thread_per_read_leaves_no_connections_behind(recent):
     """Each reader thread's connection stayed open until close() (2 descriptors a thread: 1,000
     threads, 2,015 descriptors). Now it goes with its thread; SQLite keeps a few of their file
     descriptors for reuse while another connection holds a lock on the file: bounded."""
+
     def churn(n: int) -> None:
         for _ in range(n):
             t = threading.Thread(target=lambda: ix.get_document("d1"))
@@ -209,16 +226,19 @@ def test_numpy_settings_and_nothing_left_behind(tmp_path):
     assert not (tmp_path / "b" / "index.sqlite.init").exists()
 
 
-@pytest.mark.parametrize("call, error", [
-    (lambda ix: ix.get_cluster("abc"), InvalidParameterError),
-    (lambda ix: ix.get_cluster(1.7), InvalidParameterError),
-    (lambda ix: ix.get_cluster(True), InvalidParameterError),
-    (lambda ix: ix.get_cluster(2**70), neardup.errors.DocumentNotFoundError),
-    (lambda ix: ix.recent_clusters(limit="x"), InvalidParameterError),
-    (lambda ix: ix.recent_clusters(limit=-1), InvalidParameterError),
-    (lambda ix: ix.add([{"id": "x", "text": "t"}], fields="id"), InvalidParameterError),
-    (lambda ix: ix.add([{"id": "x", "text": "t"}], fields={"bogus": "x"}), InvalidParameterError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda ix: ix.get_cluster("abc"), InvalidParameterError),
+        (lambda ix: ix.get_cluster(1.7), InvalidParameterError),
+        (lambda ix: ix.get_cluster(True), InvalidParameterError),
+        (lambda ix: ix.get_cluster(2**70), neardup.errors.DocumentNotFoundError),
+        (lambda ix: ix.recent_clusters(limit="x"), InvalidParameterError),
+        (lambda ix: ix.recent_clusters(limit=-1), InvalidParameterError),
+        (lambda ix: ix.add([{"id": "x", "text": "t"}], fields="id"), InvalidParameterError),
+        (lambda ix: ix.add([{"id": "x", "text": "t"}], fields={"bogus": "x"}), InvalidParameterError),
+    ],
+)
 def test_reading_arguments_are_checked(recent, call, error):
     with Index.open(recent) as ix:
         with pytest.raises(error):
@@ -228,7 +248,9 @@ def test_reading_arguments_are_checked(recent, call, error):
 
 def test_fields_as_a_mapping(tmp_path):
     with Index.create(tmp_path / "ix") as ix:
-        v = ix.add([{"url": "u1", "body": "a story told in a few words for the test"}], fields={"id": "url", "text": "body"})
+        v = ix.add(
+            [{"url": "u1", "body": "a story told in a few words for the test"}], fields={"id": "url", "text": "body"}
+        )
         assert v[0].id == "u1"
         assert ix.get_document("u1")["text"].endswith("for the test")
 
@@ -246,9 +268,21 @@ def test_numpy_values_in_records_and_a_tuple_of_texts(tmp_path):
     """numpy.str_ ids were refused ("got str_"), np.int64 and np.datetime64 times unreadable
     (np.float64 was read), a tuple of texts taken for file paths."""
     with Index.create(tmp_path / "ix") as ix:
-        v = ix.add([{"id": np.str_("a"), "text": "a story told for the numpy test today", "published_at": np.int64(1_700_000_000)},
-                    {"id": "b", "text": "another story, of its own, for the same test", "published_at": np.datetime64("2024-01-01T00:00")}])
+        v = ix.add(
+            [
+                {
+                    "id": np.str_("a"),
+                    "text": "a story told for the numpy test today",
+                    "published_at": np.int64(1_700_000_000),
+                },
+                {
+                    "id": "b",
+                    "text": "another story, of its own, for the same test",
+                    "published_at": np.datetime64("2024-01-01T00:00"),
+                },
+            ]
+        )
         assert not v.unreadable_times and ix.get_document("a")["published_at"] == 1_700_000_000.0
-        assert ix.get_document("b")["published_at"] == datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp()
+        assert ix.get_document("b")["published_at"] == datetime(2024, 1, 1, tzinfo=UTC).timestamp()
         got = ix.query(("a story told for the numpy test today", "nothing like it at all here"))
         assert [x.status for x in got] == ["duplicate", "new"]

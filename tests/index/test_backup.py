@@ -1,6 +1,7 @@
 """``neardup index backup``: a consistent, checked copy of an index taken while it is in use
 (index/backup.py). The copy equals the index at one commit; removed texts do not live on in
 it; a change under the copy makes it start again; a damaged index is reported, not copied."""
+
 import json
 import os
 import subprocess
@@ -10,10 +11,9 @@ import threading
 import pytest
 
 from neardup.cli import main
-from neardup.index import BackupBusyError, Index, IndexCorruptError
-from neardup.index import backup as bk
-from neardup.index import copying
 from neardup.errors import IndexExistsError, IndexNotFoundError
+from neardup.index import BackupBusyError, Index, IndexCorruptError, copying
+from neardup.index import backup as bk
 
 
 def _export(d) -> list:
@@ -157,12 +157,15 @@ def test_a_backup_during_adds_holds_whole_batches(tmp_path, corpus):
         p.write_text("".join(json.dumps(r) + "\n" for r in b))
         files.append(str(p))
     # each file its own add (one `neardup index add` of several files is one batch)
-    code = ("import json, sys\nfrom neardup.index import Index\n"
-            "with Index.open(sys.argv[1]) as ix:\n"
-            "    for f in sys.argv[2:]:\n"
-            "        ix.add([json.loads(line) for line in open(f)])\n")
-    adder = subprocess.Popen([sys.executable, "-c", code, str(d), *files],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    code = (
+        "import json, sys\nfrom neardup.index import Index\n"
+        "with Index.open(sys.argv[1]) as ix:\n"
+        "    for f in sys.argv[2:]:\n"
+        "        ix.add([json.loads(line) for line in open(f)])\n"
+    )
+    adder = subprocess.Popen(
+        [sys.executable, "-c", code, str(d), *files], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     got = []
     try:
         k = 0
@@ -283,10 +286,14 @@ def test_a_killed_backup_leaves_nothing_the_next_one_keeps(tmp_path, corpus):
     d = tmp_path / "ix"
     with Index.create(d) as ix:
         ix.add(corpus[:200])
-    code = ("import sys, time\nfrom neardup.index import backup as bk, copying\nreal = copying._copy\n"
-            "def slow(s, t, n):\n    r = real(s, t, n)\n    print('copied', flush=True)\n    time.sleep(60)\n    return r\n"
-            "copying._copy = slow\nbk.backup(sys.argv[1], sys.argv[2])\n")
-    p = subprocess.Popen([sys.executable, "-c", code, str(d), str(tmp_path / "copy")], stdout=subprocess.PIPE, text=True)
+    code = (
+        "import sys, time\nfrom neardup.index import backup as bk, copying\nreal = copying._copy\n"
+        "def slow(s, t, n):\n    r = real(s, t, n)\n    print('copied', flush=True)\n    time.sleep(60)\n    return r\n"
+        "copying._copy = slow\nbk.backup(sys.argv[1], sys.argv[2])\n"
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-c", code, str(d), str(tmp_path / "copy")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert p.stdout.readline().strip() == "copied"
         assert _leftovers(tmp_path)  # the staging directory, mid-copy

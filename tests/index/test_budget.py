@@ -1,13 +1,14 @@
 """The budget on the pairs an add verifies and stores per document (index/budget.py): the
 clusters stay neardup dedup's through adds and removals, and the stored pairs stay bounded."""
+
 import sqlite3
 
+import ix_helpers as h
 import numpy as np
 import pytest
 
 import neardup
 from neardup.index import Index, Steps, budget
-import ix_helpers as h
 
 
 def _stories(seed: int, stories: int = 10, most: int = 40, words: int = 120) -> list[dict]:
@@ -24,10 +25,17 @@ def _stories(seed: int, stories: int = 10, most: int = 40, words: int = 120) -> 
             for pos in rng.choice(words, size=int(rng.integers(0, 3)), replace=False):
                 toks[pos] = vocab[int(rng.integers(0, len(vocab)))]
             members.append(toks)
-        docs += [{"id": f"s{s:02d}-{i:03d}", "text": " ".join(t), "published_at": 1_790_000_000 + int(rng.integers(0, 10**6))}
-                 for i, t in enumerate(members)]
-    docs += [{"id": f"u{i:03d}", "text": " ".join(vocab[j] for j in rng.integers(0, len(vocab), words))}
-             for i in range(30)]
+        docs += [
+            {
+                "id": f"s{s:02d}-{i:03d}",
+                "text": " ".join(t),
+                "published_at": 1_790_000_000 + int(rng.integers(0, 10**6)),
+            }
+            for i, t in enumerate(members)
+        ]
+    docs += [
+        {"id": f"u{i:03d}", "text": " ".join(vocab[j] for j in rng.integers(0, len(vocab), words))} for i in range(30)
+    ]
     return [docs[i] for i in rng.permutation(len(docs))]
 
 
@@ -52,9 +60,9 @@ def test_a_small_budget_keeps_dedups_clusters_through_adds_and_removes(tmp_path,
         for batch in np.array_split(np.arange(len(docs)), 5):
             part = [docs[i] for i in batch.tolist()]
             ix.add(part[: len(part) // 2])
-            for d in part[len(part) // 2:][:8]:  # a few one at a time (the plan for a few documents)
+            for d in part[len(part) // 2 :][:8]:  # a few one at a time (the plan for a few documents)
                 ix.add([d])
-            ix.add(part[len(part) // 2:][8:])
+            ix.add(part[len(part) // 2 :][8:])
             added += part
             ref = neardup.dedup(added, None, **dd_kw)
             rows = list(ix.clusters())
@@ -62,7 +70,9 @@ def test_a_small_budget_keeps_dedups_clusters_through_adds_and_removes(tmp_path,
             assert h.member_sims(rows) == h.member_sims(ref.clusters)
             if not removed_yet:  # (a remove adds the pairs it verifies again: more than a budget)
                 con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
-                per_doc = con.execute("SELECT MAX(n) FROM (SELECT b, COUNT(*) AS n FROM pairs GROUP BY b)").fetchone()[0]
+                per_doc = con.execute("SELECT MAX(n) FROM (SELECT b, COUNT(*) AS n FROM pairs GROUP BY b)").fetchone()[
+                    0
+                ]
                 con.close()
                 assert per_doc <= 2 + 2  # the budget, and the forest's few (a document joining parts)
                 removed_yet = True
@@ -93,8 +103,10 @@ def test_a_batch_of_many_copies_stores_a_bounded_number_of_pairs(tmp_path):
     con = sqlite3.connect(tmp_path / "ix" / "index.sqlite")
     n_pairs = con.execute("SELECT COUNT(*) FROM pairs").fetchone()[0]
     assert n_pairs <= 1001 * Steps().pairs_per_document
-    assert con.execute("SELECT COUNT(*) FROM pairs WHERE b = (SELECT doc FROM documents WHERE id = 'late')"
-                       ).fetchone()[0] <= Steps().pairs_per_document
+    assert (
+        con.execute("SELECT COUNT(*) FROM pairs WHERE b = (SELECT doc FROM documents WHERE id = 'late')").fetchone()[0]
+        <= Steps().pairs_per_document
+    )
 
 
 def test_kept_pairs_keep_the_components_of_all_pairs():

@@ -1,4 +1,5 @@
 """The add's bulk helpers: column inserts with literals, the Rust posting look-up, lazy verdicts."""
+
 from __future__ import annotations
 
 import random
@@ -29,14 +30,16 @@ def test_insert_columns_stores_what_executemany_stores(seed, n):
     a = list(range(n))
     b = [maybe(f"id-{rng.randrange(10**6)}'\"") for _ in range(n)]
     c = [maybe(rng.random() * 1e9) for _ in range(n)]
-    d = [maybe(rng.randrange(-2**63, 2**63)) for _ in range(n)]
+    d = [maybe(rng.randrange(-(2**63), 2**63)) for _ in range(n)]
     e = [maybe(rng.randbytes(rng.randrange(0, 9))) for _ in range(n)]
     conn = sqlite3.connect(":memory:")
     _table(conn, "want")
     _table(conn, "got")
     f_const, g_const = 1796019131.073815, None
-    conn.executemany("INSERT INTO want VALUES (?, ?, ?, ?, ?, ?, ?)",
-                     [(a[i], b[i], c[i], d[i], e[i], f_const, g_const) for i in range(n)])
+    conn.executemany(
+        "INSERT INTO want VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(a[i], b[i], c[i], d[i], e[i], f_const, g_const) for i in range(n)],
+    )
     insert_columns(conn, "got", [a, b, c, d, e, Const(f_const), Const(g_const)], n)
     want = conn.execute("SELECT * FROM want ORDER BY a").fetchall()
     got = conn.execute("SELECT * FROM got ORDER BY a").fetchall()
@@ -151,6 +154,7 @@ def test_postings_lookup_checks_its_arguments():
 
 def test_verdicts_are_a_sequence_built_on_demand(tmp_path):
     import ix_helpers as h
+
     from neardup.index import Index, Verdict
 
     docs = h.synth(originals=60, copies=30, bridges=0, words=60, seed=5)
@@ -193,4 +197,7 @@ def test_insert_columns_groups_of_one_row():
     cols = [list(range(n)), b, c, list(range(n, 2 * n)), [None] * n, [0.25] * n, ["g"] * n]
     conn.executemany("INSERT INTO want VALUES (?, ?, ?, ?, ?, ?, ?)", list(zip(*cols)))
     insert_columns(conn, "got", cols, n)
-    assert conn.execute("SELECT * FROM got ORDER BY a").fetchall() == conn.execute("SELECT * FROM want ORDER BY a").fetchall()
+    assert (
+        conn.execute("SELECT * FROM got ORDER BY a").fetchall()
+        == conn.execute("SELECT * FROM want ORDER BY a").fetchall()
+    )

@@ -2,6 +2,7 @@
 obsolete (segment and text files replaced by a compact or a merging fold, a removed text) must
 not be deleted or overwritten before the commit is on disk: after a power cut the index would
 list files that are gone. So the WAL is fsynced first; these tests check the order."""
+
 import os
 
 import pytest

@@ -1,13 +1,13 @@
 """A reader racing a compact (in another Index, as another process would) never fails: a file
 its snapshot listed that compact has since removed sends it to the newer manifest."""
+
 import os
 import threading
 import time
 
 import pytest
 
-from neardup.index import Index, IndexCorruptError
-from neardup.index import store
+from neardup.index import Index, IndexCorruptError, store
 
 
 def _build(tmp_path, corpus, tuning):

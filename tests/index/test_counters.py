@@ -3,17 +3,18 @@ equal a recount from the tables after every kind of commit: adds that start, gro
 clusters (one at a time, as the service, and in batches, to level 0 and to segments), removes
 that empty and split clusters, compaction; ``check`` reports wrong counts and ``recount``
 repairs them."""
+
 from __future__ import annotations
 
 import random
 import sqlite3
 from concurrent.futures import Future
 
+import ix_helpers
 import pytest
 
-import ix_helpers
-from neardup.index import Index, counters
 from neardup.errors import IndexCorruptError
+from neardup.index import Index, counters
 from neardup.service.writer import FIELDS, GroupWriter
 
 
@@ -31,7 +32,9 @@ def _stats_agree(ix: Index) -> None:
     assert (st["documents"], st["stories"], st["clusters"], st["duplicates"]) == (
         conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0],
         conn.execute("SELECT COUNT(*) FROM clusters WHERE size > 0").fetchone()[0],
-        conn.execute("SELECT COUNT(*) FROM clusters WHERE size >= 2").fetchone()[0], dups)
+        conn.execute("SELECT COUNT(*) FROM clusters WHERE size >= 2").fetchone()[0],
+        dups,
+    )
     assert st["text_bytes"] == conn.execute("SELECT COALESCE(SUM(text_length), 0) FROM documents").fetchone()[0]
     assert st["batches"] == conn.execute("SELECT COUNT(*) FROM batches").fetchone()[0]
 
@@ -62,19 +65,30 @@ def test_counts_follow_adds_merges_removes_and_compaction(tmp_path, corpus, smal
         ix.remove(bridge[:5])
         assert int(ix._meta(conn, "next_cluster")) > next_before  # some cluster split in two
         _same(ix)
-        keeper_ids = [r[0] for r in conn.execute(
-            "SELECT d.id FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= 2 LIMIT 20")]
+        keeper_ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT d.id FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.size >= 2 LIMIT 20"
+            )
+        ]
         ix.remove(keeper_ids)
         _same(ix)
         ix.remove(rng.sample([i for i in ids if i not in set(bridge[:5]) | set(keeper_ids)], 60))
         _stats_agree(ix)
-        whole = [r[0] for r in conn.execute("SELECT id FROM documents WHERE cluster = "
-                                            "(SELECT cluster FROM clusters WHERE size >= 2 LIMIT 1)")]
+        whole = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM documents WHERE cluster = (SELECT cluster FROM clusters WHERE size >= 2 LIMIT 1)"
+            )
+        ]
         before = _same(ix)
         ix.remove(whole)
         after = _same(ix)
         assert (after["documents"], after["stories"], after["clusters"]) == (
-            before["documents"] - len(whole), before["stories"] - 1, before["clusters"] - 1)
+            before["documents"] - len(whole),
+            before["stories"] - 1,
+            before["clusters"] - 1,
+        )
         ix.compact()
         _same(ix)
         ix.add(plain[150:])

@@ -6,19 +6,21 @@
   committed texts off the log, or a new document took a removed one's number;
 * deleting DIR/lock (it holds a pid and looks like a stale pid file) let a second writer in.
 """
+
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
 
-from neardup.index import Index, store
 from neardup.errors import DocumentNotFoundError, IndexCorruptError, IndexLockedError
+from neardup.index import Index, store
 
 
 def _docs(n: int, tag: str = "d") -> list[dict]:
-    return [{"id": f"{tag}{i}", "text": f"story {tag} {i} " + " ".join(f"w{i}x{j}" for j in range(40))}
-            for i in range(n)]
+    return [
+        {"id": f"{tag}{i}", "text": f"story {tag} {i} " + " ".join(f"w{i}x{j}" for j in range(40))} for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -71,8 +73,8 @@ def test_query_whose_candidate_is_removed_while_verified(ix_dir, monkeypatch):
 def test_real_damage_is_still_reported(ix_dir):
     """A text that fails its checksum while its row is unchanged is damage, as before."""
     with Index.open(ix_dir) as ix:
-        name, = ix._conn().execute("SELECT name FROM text_files").fetchone()
-        off, = ix._conn().execute("SELECT text_offset FROM documents WHERE id = 'd2'").fetchone()
+        (name,) = ix._conn().execute("SELECT name FROM text_files").fetchone()
+        (off,) = ix._conn().execute("SELECT text_offset FROM documents WHERE id = 'd2'").fetchone()
     with open(ix_dir / name, "r+b") as f:
         f.seek(off)
         b = f.read(1)
@@ -94,8 +96,8 @@ def _set(d, sql: str, *args) -> None:
 
 def test_a_lowered_committed_length_is_reported_not_cut(ix_dir):
     with Index.open(ix_dir) as ix:
-        committed, = ix._conn().execute("SELECT committed FROM text_files").fetchone()
-        name, = ix._conn().execute("SELECT name FROM text_files").fetchone()
+        (committed,) = ix._conn().execute("SELECT committed FROM text_files").fetchone()
+        (name,) = ix._conn().execute("SELECT name FROM text_files").fetchone()
     size = (ix_dir / name).stat().st_size
     _set(ix_dir, "UPDATE text_files SET committed = ?", committed - 1000)  # one damaged number
     with Index.open(ix_dir) as ix:
@@ -110,8 +112,7 @@ def test_a_lowered_committed_length_is_reported_not_cut(ix_dir):
         assert ix.check()["texts"] == 21
 
 
-@pytest.mark.parametrize("key, value", [("next_doc", 3), ("next_cluster", 1), ("next_batch", 0),
-                                        ("next_doc", "x")])
+@pytest.mark.parametrize("key, value", [("next_doc", 3), ("next_cluster", 1), ("next_batch", 0), ("next_doc", "x")])
 def test_a_lowered_next_number_is_reported(ix_dir, key, value):
     _set(ix_dir, "UPDATE meta SET value = ? WHERE key = ?", str(value), key)
     with Index.open(ix_dir) as ix:
@@ -128,7 +129,7 @@ def test_a_removed_number_is_not_given_again(ix_dir):
     with Index.open(ix_dir) as ix:
         ix.fold()
         ix.remove(["d19"])
-        top, = ix._conn().execute("SELECT MAX(doc) FROM tombstones").fetchone()
+        (top,) = ix._conn().execute("SELECT MAX(doc) FROM tombstones").fetchone()
     _set(ix_dir, "UPDATE meta SET value = ? WHERE key = 'next_doc'", str(top))
     with Index.open(ix_dir) as ix:
         with pytest.raises(IndexCorruptError, match="meta.next_doc"):
@@ -154,8 +155,8 @@ def test_a_remove_whose_scrub_fails_says_it_is_committed(ix_dir, monkeypatch):
     writer finishes the scrub."""
     import errno
 
-    from neardup.index.core import Index as Ix
     from neardup.errors import ScrubIncompleteError
+    from neardup.index.core import Index as Ix
 
     calls = []
     orig = Ix._scrub
@@ -185,8 +186,8 @@ def test_the_cli_says_committed_and_damaged(ix_dir, monkeypatch, capsys):
     import errno
     import sqlite3 as sq
 
-    from neardup.cli import main
     from neardup.cli import index as icli
+    from neardup.cli import main
     from neardup.index.core import Index as Ix
 
     calls = []

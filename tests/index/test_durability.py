@@ -1,4 +1,5 @@
 """Durability: all-or-nothing adds under SIGKILL, the writer lock, corrupt and truncated files."""
+
 import os
 import random
 import signal
@@ -6,11 +7,11 @@ import subprocess
 import sys
 import time
 
+import ix_helpers as h
 import pytest
 
 import neardup
 from neardup.index import Index, IndexCorruptError, IndexLockedError
-import ix_helpers as h
 
 
 def _consistent(d):
@@ -39,8 +40,11 @@ def test_sigkill_during_add_leaves_batch_wholly_in_or_out(tmp_path):
     # how long one add takes (including interpreter start), on a throwaway copy
     t0 = time.perf_counter()
     Index.create(str(tmp_path / "probe")).close()
-    subprocess.run([sys.executable, "-m", "neardup.cli", "index", "add", str(tmp_path / "probe"), files[0]],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "add", str(tmp_path / "probe"), files[0]],
+        check=True,
+        capture_output=True,
+    )
     full = time.perf_counter() - t0
     inside: list[int] = []
     b = 0
@@ -87,10 +91,23 @@ def test_one_writer_at_a_time_readers_not_blocked(tmp_path, corpus):
             # reading works while the writer holds the lock
             assert other.stats()["documents"] == 50
             assert other.query(corpus[0]["text"])[0].closest == corpus[0]["id"]
-        r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "add", str(d),
-                            h.write_jsonl(tmp_path / "x.jsonl", corpus[60:70])], capture_output=True, text=True)
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "index",
+                "add",
+                str(d),
+                h.write_jsonl(tmp_path / "x.jsonl", corpus[60:70]),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 6 and "index is locked" in r.stderr
-        r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "stats", str(d)], capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", "index", "stats", str(d)], capture_output=True, text=True
+        )
         assert r.returncode == 0
     with Index.open(d) as again:  # released on close
         again.add(corpus[60:70])

@@ -1,5 +1,6 @@
 """Background folds of level 0 (index/fold.py): the segment is built without the writer lock and
 listed in one short transaction. They change where postings live, never an answer."""
+
 import os
 import random
 import signal
@@ -8,11 +9,10 @@ import sys
 import textwrap
 import time
 
+import ix_helpers as h
 import pytest
 
-from neardup.index import Index
-from neardup.index import fold
-import ix_helpers as h
+from neardup.index import Index, fold
 
 #: folds early and often: level 0 of 50 documents at most (100 before the inline backstop)
 FOLDING = {"l0_max": 50, "l0_fold_at": 20, "background_fold": True}
@@ -82,8 +82,9 @@ def test_removal_while_the_segment_is_built(tmp_path, corpus):
     tombstone keeps it out of every answer, in this process and after a reopen."""
     d = tmp_path / "ix"
     Index.create(d).close()
-    copies = [x for x in corpus if x.get("truth", "").startswith("o") and x["id"].startswith("c")
-              and int(x["truth"][1:]) < 40]
+    copies = [
+        x for x in corpus if x.get("truth", "").startswith("o") and x["id"].startswith("c") and int(x["truth"][1:]) < 40
+    ]
     docs = corpus[:40] + [x for x in corpus[40:160] if x not in copies]
     victim = next(x for x in docs[:40] if any(c["truth"] == x["id"] for c in copies))
     probes = [victim["text"]] + [c["text"] for c in copies if c["truth"] == victim["id"]]
@@ -218,8 +219,12 @@ def test_sigkill_during_background_folds_leaves_a_consistent_index(tmp_path):
     rng = random.Random(77)
     done, kills = 0, 0
     while done < len(batches) and kills < 6:
-        p = subprocess.Popen([sys.executable, "-c", CHILD, d, str(bpath), str(done)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", CHILD, d, str(bpath), str(done)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         # The kill is paced by the child's own progress, not by the clock: a fast machine ran the
         # whole job before a fixed 0.4-1.0 s sleep ended (CI, session 8: 2 kills, not 3).
         # A few whole batches, then a random moment inside the next add, fold or background fold.
@@ -246,7 +251,7 @@ def test_sigkill_during_background_folds_leaves_a_consistent_index(tmp_path):
         listed = set(_listed(ix))
         assert len(listed) >= 1 and set(_segments(d)) == listed  # no orphan segment left
         got = list(ix.clusters())
-        probes = [x["text"] for x in docs[:: 97]]
+        probes = [x["text"] for x in docs[::97]]
         answers = _verdicts(ix.query(probes))
     with Index.create(tmp_path / "ref") as ref:
         for b in batches[:done]:
@@ -354,6 +359,7 @@ def test_a_failed_fold_changes_nothing_and_a_background_failure_is_reported(tmp_
         assert not os.path.exists(d / pf.name) and _listed(ix) == [] and len(_level0(ix)) == 60
         assert _verdicts(ix.query(probes)) == expected
     with Index.open(d, **FOLDING) as ix:
+
         def full(path, p, **kw):
             raise OSError(28, "No space left on device")
 

@@ -3,8 +3,10 @@ deletes the tombstones of the documents it dropped (fold.py). Until 2026-12-01 t
 a compact, which a served index never gets: every removed document's tombstone stayed in
 memory, and each remove copied them all. The invariant that matters is checked after every
 step: every document a segment or level 0 lists and the index no longer holds has a tombstone."""
-from neardup.index import Index, fold
+
 from test_fold import _verdicts
+
+from neardup.index import Index, fold
 
 
 def _listed(ix) -> set:

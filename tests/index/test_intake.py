@@ -1,13 +1,14 @@
 """Reading a batch for the index (index/intake.py): the JSONL path that checks records of the
 usual shape itself gives what check_record gives, record by record, error by error."""
+
 import json
 import math
 
 import numpy as np
 import pytest
 
-from neardup.index.intake import _extra_json, checked_blocks, read_and_sign, read_checked, records
 from neardup.errors import RecordError
+from neardup.index.intake import _extra_json, checked_blocks, read_and_sign, read_checked, records
 from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 
@@ -60,7 +61,7 @@ GOOD = [
     {"id": "a14", "text": "extra fields", "copy_of": "a1", "tags": ["x", 1], "n": 1.5},
     {"id": "a15", "text": "  leading spaces are text  "},
     {"id": " a16 ", "text": "an id with spaces"},
-    {"id": "a17", "text": "emoji \U0001F600 text", "title": "ignored without --title-field"},
+    {"id": "a17", "text": "emoji \U0001f600 text", "title": "ignored without --title-field"},
     {"id": "a18", "text": "x" * 50},
     {"id": "\u0438\u0434-19", "text": "a non-ASCII id (the general path checks it)", "source": "S\u00fcddeutsche"},
 ]
@@ -71,8 +72,15 @@ def write(path, lines):
     return str(path)
 
 
-@pytest.mark.parametrize("fields", [Fields(), Fields(title="title"), Fields(time=None, source=None),
-                                    Fields(id="id", text="text", time="published_at", source="copy_of")])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        Fields(),
+        Fields(title="title"),
+        Fields(time=None, source=None),
+        Fields(id="id", text="text", time="published_at", source="copy_of"),
+    ],
+)
 def test_jsonl_path_equals_check_record(tmp_path, fields):
     lines = [json.dumps(r, ensure_ascii=False) for r in GOOD]
     lines[3:3] = ["", "   ", "\t"]  # blank lines are not records
@@ -100,7 +108,7 @@ BAD = [
     ('{"id": "b", "text": "' + "y" * 41 + '"}', "over the limit"),
     ('{"id": "b", "text": "lone \\ud800 surrogate"}', "not valid Unicode"),
     ('{"id": "b\\udfff", "text": "words"}', "id is not valid Unicode"),
-    ('[1, 2]', "expected a JSON object"),
+    ("[1, 2]", "expected a JSON object"),
     ('{"id": "b", "text": ', "malformed JSON"),
     (b'{"id": "b", "text": "\xff"}', "not valid UTF-8"),
 ]
@@ -120,10 +128,15 @@ def test_jsonl_path_raises_what_check_record_raises(tmp_path, line, message):
     assert message in str(got.value) and ":3" in str(got.value)  # the line number
 
 
-@pytest.mark.parametrize("line,field", [('{"id": "b", "text": "w", "note": "x\\ud800"}', "note"),
-                                        ('{"id": "b", "text": "w", "source": "s\\ud800"}', "source"),
-                                        ('{"id": "b", "text": "w", "tags": [1, {"k": "\\udfff"}]}', "tags"),
-                                        ('{"id": "b", "text": "w", "k\\ud800": 1}', "k\ud800")])
+@pytest.mark.parametrize(
+    "line,field",
+    [
+        ('{"id": "b", "text": "w", "note": "x\\ud800"}', "note"),
+        ('{"id": "b", "text": "w", "source": "s\\ud800"}', "source"),
+        ('{"id": "b", "text": "w", "tags": [1, {"k": "\\udfff"}]}', "tags"),
+        ('{"id": "b", "text": "w", "k\\ud800": 1}', "k\ud800"),
+    ],
+)
 def test_a_lone_surrogate_in_another_field_is_the_records_error(tmp_path, line, field):
     # JSON allows it, UTF-8 (SQLite, every reader of the index) does not: refused like one in
     # the text, naming the field, instead of failing the add's transaction (a source only here:
@@ -209,9 +222,18 @@ def test_binary_parquet_columns_are_stored_as_text(tmp_path):
 
     path = tmp_path / "b.parquet"
     b = lambda xs: pa.array([x.encode() if isinstance(x, str) else x for x in xs], pa.binary())  # noqa: E731
-    pq.write_table(pa.table({"id": b(["é1", "a2"]), "title": b(["Café", "Rain"]),
-                             "text": b(["le café du coin ferme après quarante ans", "heavy rain on the coast today"]),
-                             "source": b(["agence", "wire"]), "blob": b([b"\xff\x00", b"ok"])}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "id": b(["é1", "a2"]),
+                "title": b(["Café", "Rain"]),
+                "text": b(["le café du coin ferme après quarante ans", "heavy rain on the coast today"]),
+                "source": b(["agence", "wire"]),
+                "blob": b([b"\xff\x00", b"ok"]),
+            }
+        ),
+        path,
+    )
     with Index.create(tmp_path / "ix") as ix:
         ix.add(str(path), fields=Fields(title="title"))
         d = ix.get_document("é1")
@@ -226,8 +248,10 @@ def test_binary_parquet_columns_are_stored_as_text(tmp_path):
 
 def test_jsonl_path_reads_a_bom_and_ids_past_64_bits_as_check_record_does(tmp_path):
     p = tmp_path / "b.jsonl"
-    p.write_bytes(b"\xef\xbb\xbf" + b'{"id": 123456789012345678901234567890, "text": "heavy rain"}\n'
-                  b'{"id": "b", "text": "w", "n": 18446744073709551616}\n')
+    p.write_bytes(
+        b"\xef\xbb\xbf" + b'{"id": 123456789012345678901234567890, "text": "heavy rain"}\n'
+        b'{"id": "b", "text": "w", "n": 18446744073709551616}\n'
+    )
     got = list(records(str(p), Fields(), 100))
     assert [c.id for c, _ in got] == [123456789012345678901234567890, "b"]
     assert json.loads(got[1][1][0]) == {"n": 18446744073709551616}  # (not 1.8446744073709552e+19)

@@ -1,22 +1,23 @@
 """Leftovers: where a merged cluster's number leads after removals split or empty the cluster it
 went into; Index.create on a file, on a file's path and on the remains of an index; the
 budget's candidate groups made once (rounds_needed) for archive_rounds."""
+
 import os
 import shutil
 import sqlite3
 
+import ix_helpers
 import numpy as np
 import pytest
-from neardup.errors import NeardupError
-from neardup.index import Index, Steps, budget
-from neardup.errors import DocumentNotFoundError, IndexExistsError, IndexNotFoundError
 
-import ix_helpers
+from neardup.errors import DocumentNotFoundError, IndexExistsError, IndexNotFoundError, NeardupError
+from neardup.index import Index, Steps, budget
 
 T0 = 1_790_000_000
 
 
 # -- 1. merged_into after a split ------------------------------------------------------------
+
 
 def _chain(path) -> Index:
     """Clusters 1 (a), 2 (b), 3 (c); mbc merges 3 into 2, then mab merges 2 into 1 (3 is
@@ -115,6 +116,7 @@ def test_merged_clusters_without_a_representative_follow_the_number(tmp_path):
 
 # -- 2. Index.create where a file is, or the remains of an index -------------------------------
 
+
 def test_create_on_a_file_says_so(tmp_path, capsys):
     from neardup.cli import main
 
@@ -180,6 +182,7 @@ def test_create_refuses_the_remains_of_an_index(tmp_path, capsys):
 
 
 # -- 3. the budget's groups made once ------------------------------------------------------------
+
 
 def _candidates(rng, n=40, n_arch=200, m=3000, clusters=5):
     meta = {1000 + d: {"cluster": int(rng.integers(0, clusters))} for d in range(n_arch)}
@@ -250,5 +253,3 @@ def test_adds_over_the_budget_look_each_candidates_cluster_up_once(tmp_path, mon
     # rounds_needed; archive_rounds takes its groups)
     assert len(asked) == 4 and len(calls) <= len(asked)
     assert all(n in calls for n in rounds)
-
-

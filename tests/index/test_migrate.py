@@ -1,13 +1,13 @@
 """An index of an older format is upgraded in place on open: format 1 (level 0 as one row per
 posting) through every later one; format 3 (no counts in meta) to 4."""
+
 import sqlite3
 
 import numpy as np
-
 import pytest
 
-from neardup.index import Index, counters
 from neardup.errors import IndexLockedError
+from neardup.index import Index, counters
 from neardup.index.store import FORMAT
 
 
@@ -18,12 +18,16 @@ def _drop_counts(con):
 def _to_format_1(db):
     con = sqlite3.connect(db, isolation_level=None)
     con.execute("BEGIN")
-    con.execute("CREATE TABLE postings (band INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL, "
-                "PRIMARY KEY (band, key, doc)) WITHOUT ROWID")
+    con.execute(
+        "CREATE TABLE postings (band INTEGER NOT NULL, key INTEGER NOT NULL, doc INTEGER NOT NULL, "
+        "PRIMARY KEY (band, key, doc)) WITHOUT ROWID"
+    )
     for doc, ek, bands in con.execute("SELECT doc, exact_key, bands FROM level0").fetchall():
         con.execute("INSERT INTO postings VALUES (-1, ?, ?)", (ek, doc))
         for j, k in enumerate(np.frombuffer(bands, "<u8").tolist()):
-            con.execute("INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", (j, k - (1 << 64) if k >= 1 << 63 else k, doc))
+            con.execute(
+                "INSERT OR IGNORE INTO postings VALUES (?, ?, ?)", (j, k - (1 << 64) if k >= 1 << 63 else k, doc)
+            )
     con.execute("DROP TABLE level0")
     con.execute("DROP TABLE pending_texts")
     _drop_counts(con)

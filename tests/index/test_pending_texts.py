@@ -5,17 +5,18 @@ the texts from SQLite, the next writer writes them back into the log.
 
 A power cut is simulated by copying the index (as a process that died would leave it, with the
 writer never closed) and cutting its text log back to the length the last log fsync covered."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import sqlite3
 
+import ix_helpers
 import pytest
 
-import ix_helpers
-from neardup.index import Index
 from neardup.errors import IndexCorruptError
+from neardup.index import Index
 from neardup.index.store import FORMAT
 
 

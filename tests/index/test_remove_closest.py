@@ -1,6 +1,7 @@
 """A removed document's id does not stay behind as another document's ``closest`` match: it
 was shown by GET /v1/documents/{id} (a closest match that no longer exists, whose id a
 takedown was meant to erase) and stayed in the database file. store.CLOSEST_INDEX."""
+
 import os
 import sqlite3
 

@@ -2,19 +2,24 @@
 punches holes in the text log instead of writing zeros, so an index that evicts by age while
 it is served (compact needs the writer lock) no longer only grows. Where the file system
 cannot punch, zeros are written as before; either way the removed bytes read as zeros."""
+
 import ctypes
 import errno
 import os
 
 import pytest
 
-from neardup.index import Index
-from neardup.index import holes
+from neardup.index import Index, holes
 
 
 def _docs(n, words=3000):
-    return [{"id": f"d{i:04d}", "text": f"article {i} " + " ".join(f"w{(i * 7919 + j * 104729) % 999983}" for j in range(words))}
-            for i in range(n)]
+    return [
+        {
+            "id": f"d{i:04d}",
+            "text": f"article {i} " + " ".join(f"w{(i * 7919 + j * 104729) % 999983}" for j in range(words)),
+        }
+        for i in range(n)
+    ]
 
 
 def _log(d):

@@ -1,9 +1,9 @@
 """A remove advances this process's in-memory state (more tombstones) instead of reloading
 level 0 from SQLite; the answers are those of the same index read again from disk."""
+
 import random
 
-from neardup.index import Index
-from neardup.index import store
+from neardup.index import Index, store
 
 
 def _verdicts(vs):

@@ -2,17 +2,18 @@
 renamed out of the way, cut down a piece at a time, then unlinked. Readers see them gone at the
 rename; a reader that opened one just before reads it short and is told it is gone, not that
 the index is damaged; a crash mid-way leaves a retired file that the next writer deletes."""
+
 import os
 
 import pytest
-
-from neardup.index import Index, fold, segment
-from neardup.errors import FileGoneError, IndexCorruptError
-from neardup.index.segment import read_segment, write_segment
-from neardup.index.tuning import Steps
 from test_fold import _listed, _same_after_reopen, _verdicts
 from test_segment_write import _postings
 from test_tiers import _index_with_segments
+
+from neardup.errors import FileGoneError, IndexCorruptError
+from neardup.index import Index, fold, segment
+from neardup.index.segment import read_segment, write_segment
+from neardup.index.tuning import Steps
 
 
 def test_a_gradual_retire_cuts_the_file_down_then_deletes_it(tmp_path, corpus, monkeypatch):

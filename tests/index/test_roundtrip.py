@@ -1,13 +1,16 @@
 """Index round trips, the daily-batch flow against one `neardup dedup`, removal, compaction."""
+
 import json
 import os
 import sqlite3
 
+import ix_helpers as h
 import numpy as np
 import pytest
 
 import neardup
 from neardup.demo import records as demo_records
+from neardup.errors import RecordError
 from neardup.index import (
     DocumentNotFoundError,
     DuplicateIdError,
@@ -16,8 +19,6 @@ from neardup.index import (
     IndexExistsError,
     IndexNotFoundError,
 )
-from neardup.errors import RecordError
-import ix_helpers as h
 
 
 def test_rain_story_round_trip(tmp_path):
@@ -96,7 +97,9 @@ def test_config_stored_and_checked(tmp_path):
     with pytest.raises(IndexExistsError):
         Index.create(tmp_path / "ix")
     with Index.open(tmp_path / "ix", k=4, num_perm=64) as ix:
-        assert ix.config.settings.k == 4 and ix.config.settings.num_perm == 64 and ix.config.bands * ix.config.rows <= 64
+        assert (
+            ix.config.settings.k == 4 and ix.config.settings.num_perm == 64 and ix.config.bands * ix.config.rows <= 64
+        )
     with pytest.raises(IndexConfigError, match="num_perm"):
         Index.open(tmp_path / "ix", num_perm=128)
     with pytest.raises(IndexConfigError, match="scheme"):
@@ -169,7 +172,8 @@ def test_remove_splits_and_re_decides_keeper(tmp_path, corpus):
         assert ix.get_document("late")["match"] in ("exact", "near")
     with Index.open(tmp_path / "ix") as ix:
         assert h.cluster_sets(ix.clusters()) == h.cluster_sets(
-            neardup.dedup(rest + [{"id": "late", "text": rest[0]["text"]}], None, prefer_source=["agency"]).clusters)
+            neardup.dedup(rest + [{"id": "late", "text": rest[0]["text"]}], None, prefer_source=["agency"]).clusters
+        )
 
 
 @pytest.mark.parametrize("batches", [[["A", "B", "C"]], [["A"], ["B"], ["C"]], [["A", "C", "B"]]])
@@ -184,8 +188,10 @@ def test_removing_an_original_keeps_its_exact_copy_with_its_near_copies(tmp_path
         for batch in batches:
             ix.add([{"id": i, "text": docs[i]} for i in batch])
         ix.remove(["A"])
-        ref = neardup.dedup([{"id": i, "text": docs[i]} for i in sorted(docs, key=[x for b in batches for x in b].index)
-                             if i != "A"], None)
+        ref = neardup.dedup(
+            [{"id": i, "text": docs[i]} for i in sorted(docs, key=[x for b in batches for x in b].index) if i != "A"],
+            None,
+        )
         rows = list(ix.clusters())
         assert h.cluster_sets(rows) == h.cluster_sets(ref.clusters) and len(rows) == 1
         assert h.member_sims(rows) == h.member_sims(ref.clusters)
@@ -198,8 +204,8 @@ def test_random_adds_and_removes_with_exact_copies_give_dedups_clusters(tmp_path
     # against neardup dedup over what is left after every remove
     rng = np.random.default_rng(7)
     corpus = h.synth(originals=120, copies=90, bridges=6, words=80, seed=3)
-    extra = [{"id": f"x{i}", "text": d["text"].upper()} for i, d in enumerate(corpus[:: 5])]  # more exact copies
-    originals = {d["id"] for d in corpus[:: 5]}
+    extra = [{"id": f"x{i}", "text": d["text"].upper()} for i, d in enumerate(corpus[::5])]  # more exact copies
+    originals = {d["id"] for d in corpus[::5]}
     pool = corpus + extra
     order = [pool[i] for i in rng.permutation(len(pool))]
     with Index.create(tmp_path / "ix") as ix:
@@ -222,9 +228,14 @@ def test_random_adds_and_removes_with_exact_copies_give_dedups_clusters(tmp_path
 
 
 def test_remove_older_than_and_scrub(tmp_path):
-    recs = [{"id": "old", "text": "a story from long ago about the harbour bridge repairs " * 3, "published_at": 1000},
-            {"id": "new", "text": "a fresh story about the metro line opening next week " * 3,
-             "published_at": "2099-01-01T00:00:00Z"}]
+    recs = [
+        {"id": "old", "text": "a story from long ago about the harbour bridge repairs " * 3, "published_at": 1000},
+        {
+            "id": "new",
+            "text": "a fresh story about the metro line opening next week " * 3,
+            "published_at": "2099-01-01T00:00:00Z",
+        },
+    ]
     with Index.create(tmp_path / "ix") as ix:
         ix.add(recs)
         assert ix.remove(older_than=1_000_000) == 1
@@ -254,7 +265,9 @@ def test_an_interrupted_scrub_is_finished_by_the_next_writer(tmp_path, monkeypat
             ix.remove(["r1", "r4"])
 
     def log() -> bytes:
-        return b"".join((tmp_path / "ix" / f).read_bytes() for f in os.listdir(tmp_path / "ix") if f.startswith("texts-"))
+        return b"".join(
+            (tmp_path / "ix" / f).read_bytes() for f in os.listdir(tmp_path / "ix") if f.startswith("texts-")
+        )
 
     assert b"story 1 " in log()  # the removal is in, its texts not yet overwritten
     c = sqlite3.connect(str(tmp_path / "ix" / "index.sqlite"))
@@ -306,7 +319,6 @@ def test_cli_round_trip(tmp_path, corpus, capsys):
     assert main(["index", "stats", str(tmp_path / "none")]) == 9
 
 
-
 def test_cli_query_inputs(tmp_path, corpus, capsys, monkeypatch):
     """query takes records (FILE), a text (--text, '-' for stdin) or plain-text files
     (--text-file, id = the file's name): exactly one of them; nothing is ever inserted."""
@@ -352,10 +364,11 @@ def test_cli_query_inputs(tmp_path, corpus, capsys, monkeypatch):
     assert json.loads(capsys.readouterr().out)["closest"] == corpus[1]["id"]
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "article.txt").write_text(corpus[2]["text"], encoding="utf-8")
-    assert main(["index", "query", d, "--text-file", str(art), "--text-file", str(tmp_path / "sub" / "article.txt")]) == 0
+    assert (
+        main(["index", "query", d, "--text-file", str(art), "--text-file", str(tmp_path / "sub" / "article.txt")]) == 0
+    )
     vs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [v["closest"] for v in vs] == [corpus[0]["id"], corpus[2]["id"]]
-
 
 
 def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, corpus, capsys, monkeypatch):
@@ -364,8 +377,8 @@ def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, c
     as JSONL under a misleading name."""
     import pyarrow.parquet as pq
 
-    from neardup.cli import main
     from neardup.cli import index_admin as icli
+    from neardup.cli import main
 
     d = str(tmp_path / "ix")
     assert main(["index", "init", d]) == 0
@@ -382,13 +395,21 @@ def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, c
     pf = pq.ParquetFile(tmp_path / "c.PARQUET")
     assert pf.metadata.num_row_groups == -(-len(want) // 2)
     got = pf.read().to_pylist()
-    norm = lambda rows: [(r["cluster"], str(r["keeper"]), r["size"],  # noqa: E731
-                          [(str(m["id"]), m["similarity"], m["match"]) for m in r["members"]]) for r in rows]
+    norm = lambda rows: [
+        (
+            r["cluster"],
+            str(r["keeper"]),
+            r["size"],  # noqa: E731
+            [(str(m["id"]), m["similarity"], m["match"]) for m in r["members"]],
+        )
+        for r in rows
+    ]
     assert norm(got) == norm(want)
     capsys.readouterr()
     assert main(["index", "export", d, "-o", str(tmp_path / "c.csv")]) == 2
     assert "name a .jsonl or .parquet file" in capsys.readouterr().err
     assert not (tmp_path / "c.csv").exists()
+
 
 def test_cli_add_summary_counts_in_words(tmp_path, capsys):
     from neardup.cli import main
@@ -401,6 +422,7 @@ def test_cli_add_summary_counts_in_words(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "added 1 document in" in out and "1 new story, 0 duplicates" in out
     assert "the index holds 1 document, 0 clusters of two or more" in out
+
 
 def test_cli_init_says_what_was_made(tmp_path, capsys):
     from neardup.cli import main
@@ -419,8 +441,13 @@ def test_a_closed_index_refuses_to_be_used(tmp_path):
     Index.create(tmp_path / "ix").close()
     ix = Index.open(tmp_path / "ix")
     ix.close()
-    for use in (lambda: ix.add([{"id": "a", "text": "heavy rain"}]), ix.stats, lambda: ix.remove(["a"]),
-                lambda: ix.query("heavy rain"), lambda: ix.get_document("a")):
+    for use in (
+        lambda: ix.add([{"id": "a", "text": "heavy rain"}]),
+        ix.stats,
+        lambda: ix.remove(["a"]),
+        lambda: ix.query("heavy rain"),
+        lambda: ix.get_document("a"),
+    ):
         with pytest.raises(IndexClosedError, match="the index was closed"):
             use()
     with Index.open(tmp_path / "ix") as again:  # the lock is free
@@ -520,9 +547,13 @@ def test_index_settings_are_checked_as_dedups(tmp_path):
     with Index.create(tmp_path / "a", prefer_source="agency,wire") as ix:  # as dedup reads it
         assert ix.config.settings.prefer_source == ("agency", "wire")  # was ('a', 'g', 'e', ...)
     Index.open(tmp_path / "a", prefer_source="agency,wire").close()
-    for kw, what in [(dict(store_text="no"), "store_text"), (dict(prefer_source=[1]), "prefer_source"),
-                     (dict(k="5"), "k must be an integer"), (dict(colour="red"), "unknown index setting 'colour'"),
-                     (dict(method="simhash", bands=13, rows=7), "bands and rows apply to MinHash's LSH")]:  # (ignored)
+    for kw, what in [
+        (dict(store_text="no"), "store_text"),
+        (dict(prefer_source=[1]), "prefer_source"),
+        (dict(k="5"), "k must be an integer"),
+        (dict(colour="red"), "unknown index setting 'colour'"),
+        (dict(method="simhash", bands=13, rows=7), "bands and rows apply to MinHash's LSH"),
+    ]:  # (ignored)
         with pytest.raises(InvalidParameterError, match=what):
             Index.create(tmp_path / "b", **kw)
         assert not (tmp_path / "b").exists()
@@ -569,11 +600,13 @@ def test_compact_gives_back_the_databases_free_pages(tmp_path):
     import sqlite3
 
     d = tmp_path / "ix"
-    docs = [{"id": f"d{i}", "text": f"story {i} " + " ".join(f"w{(i * 31 + j) % 9973}" for j in range(30))}
-            for i in range(3000)]
+    docs = [
+        {"id": f"d{i}", "text": f"story {i} " + " ".join(f"w{(i * 31 + j) % 9973}" for j in range(30))}
+        for i in range(3000)
+    ]
     with Index.create(d) as ix:
         for s in range(0, 3000, 300):  # small adds: level 0 in SQLite
-            ix.add(docs[s:s + 300])
+            ix.add(docs[s : s + 300])
         ix.remove([f"d{i}" for i in range(0, 3000, 2)])
         db = d / "index.sqlite"
         r = ix.compact()

@@ -3,6 +3,7 @@ every page a DELETE frees is zeroed, so written to the WAL (and copied again by 
 checkpoint). The writer's connection sets FAST (store.connect), so a background fold emptying
 level 0 writes a few pages, not all of level 0's; a scrubbing ``remove`` sets ON for its own
 transaction, so the removed rows leave nothing in the database file."""
+
 import os
 import sqlite3
 
@@ -13,8 +14,10 @@ FRAME = 24 + 4096  # a WAL frame: its header and one page (the default page size
 
 def _docs(n, prefix):
     # distinct texts (no two near each other), short enough that level 0 dominates the pages
-    return [{"id": f"{prefix}{i:05d}", "text": f"item {i} " + " ".join(f"w{(i * 7919 + j) % 100003}" for j in range(12))}
-            for i in range(n)]
+    return [
+        {"id": f"{prefix}{i:05d}", "text": f"item {i} " + " ".join(f"w{(i * 7919 + j) % 100003}" for j in range(12))}
+        for i in range(n)
+    ]
 
 
 def _wal_frames(d):
@@ -76,8 +79,10 @@ def test_a_removed_text_leaves_no_copy_in_the_database_file(tmp_path):
     d = str(tmp_path / "ix")
     short, long_ = b"zqxconfidentialshort", b"zqxconfidentiallong"
     with Index.create(d) as ix:
-        ix.add(_docs(50, "keep-") + [{"id": "s1", "text": (short.decode() + " ") * 30},
-                                     {"id": "s2", "text": (long_.decode() + " ") * 600}])
+        ix.add(
+            _docs(50, "keep-")
+            + [{"id": "s1", "text": (short.decode() + " ") * 30}, {"id": "s2", "text": (long_.decode() + " ") * 600}]
+        )
     # (the close fsynced the log and deleted the rows)
     with Index.open(d) as ix:
         assert ix.remove(["s1", "s2"]) == 2

@@ -1,6 +1,7 @@
 """Segment files written paced (background folds, segment.write_segment(paced=True)): in synced
 pieces, so that a big merge does not reach the disk in one burst at its final fsync. The file
 is the same, byte for byte, as one written whole."""
+
 import os
 import sys
 

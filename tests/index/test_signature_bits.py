@@ -1,12 +1,13 @@
 """b-bit signatures (16 bits per MinHash value) for indexes without texts."""
+
 import sqlite3
 
+import ix_helpers as h
 import numpy as np
 import pytest
 
 import neardup
 from neardup.index import Index, IndexConfigError
-import ix_helpers as h
 
 
 def test_16_bit_signatures_halve_the_bytes_and_keep_the_clusters(tmp_path, corpus):

@@ -1,6 +1,8 @@
 """SimHash indexes: the same clusters as ``neardup dedup --method simhash``, day by day."""
+
 from __future__ import annotations
 
+import ix_helpers as h
 import numpy as np
 import pytest
 
@@ -8,16 +10,21 @@ import neardup
 from neardup.index import Index, IndexConfigError
 from neardup.simhash import block_keys, block_masks, hamming
 
-import ix_helpers as h
-
 
 @pytest.mark.parametrize("verify,store_text", [("exact", True), ("estimate", False)])
 @pytest.mark.parametrize("paths", ["level0", "segments"])
 def test_simhash_days_equal_one_dedup(tmp_path, corpus, request, verify, store_text, paths):
     tuning = request.getfixturevalue("small_segments") if paths == "segments" else {}
     ref = neardup.dedup(corpus, None, method="simhash", max_distance=4, verify=verify, prefer_source=["agency"])
-    with Index.create(tmp_path / "ix", method="simhash", max_distance=4, verify=verify, store_text=store_text,
-                      prefer_source=["agency"], **tuning) as ix:
+    with Index.create(
+        tmp_path / "ix",
+        method="simhash",
+        max_distance=4,
+        verify=verify,
+        store_text=store_text,
+        prefer_source=["agency"],
+        **tuning,
+    ) as ix:
         for day in h.days(corpus, 4):
             ix.add(day)
         rows = list(ix.clusters())

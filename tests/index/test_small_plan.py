@@ -1,5 +1,6 @@
 """The plan's steps for a few documents (lists and dicts, index/plan_steps.py, ``Steps.small_plan``) decide what
 the batch forms (numpy) decide: the same verdicts, clusters, keepers, similarities and rows."""
+
 import sqlite3
 
 import numpy as np
@@ -7,9 +8,11 @@ import pytest
 
 from neardup.index import Index, Steps
 
-ROWS = ("SELECT doc, id, cluster, similarity, match, closest, closest_similarity FROM documents ORDER BY doc",
-        "SELECT cluster, keeper, size, merged_into FROM clusters ORDER BY cluster",
-        "SELECT a, b, similarity FROM pairs ORDER BY a, b")
+ROWS = (
+    "SELECT doc, id, cluster, similarity, match, closest, closest_similarity FROM documents ORDER BY doc",
+    "SELECT cluster, keeper, size, merged_into FROM clusters ORDER BY cluster",
+    "SELECT a, b, similarity FROM pairs ORDER BY a, b",
+)
 
 
 def _groups(corpus, seed=3):
@@ -41,8 +44,11 @@ def _run(path, groups, small: int, monkeypatch, **settings):
     return verdicts, listed, rows
 
 
-@pytest.mark.parametrize("settings", [{}, {"verify": "estimate"}, {"method": "simhash", "verify": "estimate"}],
-                         ids=["exact", "estimate", "simhash"])
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"verify": "estimate"}, {"method": "simhash", "verify": "estimate"}],
+    ids=["exact", "estimate", "simhash"],
+)
 def test_small_groups_plan_as_large_ones(tmp_path, corpus, monkeypatch, settings):
     groups = _groups(corpus)
     few = _run(tmp_path / "few", groups, Steps().small_plan, monkeypatch, **settings)

@@ -2,6 +2,7 @@
 its successor when the keeper is removed, else the oldest document); two ``Index.create`` on
 one directory at once (exactly one makes the index); ``disk_bytes`` counts the index's own
 files only."""
+
 import json
 import os
 import sqlite3
@@ -9,10 +10,10 @@ import subprocess
 import sys
 import textwrap
 
+import ix_helpers as h
 import numpy as np
 
 from neardup.index import Index
-import ix_helpers as h
 
 T0 = 1_790_000_000
 
@@ -74,8 +75,11 @@ def test_a_removed_keeper_passes_the_number_to_its_exact_copy_first(tmp_path):
         c1 = ix.get_cluster(1)
         assert {m["id"] for m in c1["members"]} == {"bx", "c", "mbc"} and c1["keeper"] == "c"
         assert ix.get_document("a")["cluster"] not in (1, 2, 3)
-        rep = sqlite3.connect(tmp_path / "ix" / "index.sqlite").execute(
-            "SELECT d.id FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.cluster = 2").fetchone()
+        rep = (
+            sqlite3.connect(tmp_path / "ix" / "index.sqlite")
+            .execute("SELECT d.id FROM clusters c JOIN documents d ON d.doc = c.keeper WHERE c.cluster = 2")
+            .fetchone()
+        )
         assert rep == ("bx",)  # the merged cluster's representative: the same successor
         _counts_ok(ix, stories=2, clusters=1)
 
@@ -119,7 +123,9 @@ def test_surviving_keepers_keep_their_numbers_through_random_removes(tmp_path):
                     near = con.execute(
                         "SELECT d.id, d.doc, p.similarity FROM pairs p JOIN documents d "
                         "ON d.doc = (CASE WHEN p.a = ? THEN p.b ELSE p.a END) WHERE (p.a = ? OR p.b = ?) "
-                        "AND d.cluster = ?", (doc, doc, doc, cluster)).fetchall()
+                        "AND d.cluster = ?",
+                        (doc, doc, doc, cluster),
+                    ).fetchall()
                     near = [x for x in near if x[0] not in gone]
                     if near:
                         heirs[min(near, key=lambda x: (-x[2], x[1]))[0]] = cluster
@@ -169,8 +175,12 @@ _WORKER = textwrap.dedent("""
 
 
 def test_two_creates_at_once_make_one_index(tmp_path):
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(seed)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for seed in (1, 2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, str(seed)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        for seed in (1, 2)
+    ]
     try:
         for p in procs:
             assert p.stdout.readline().strip() == "ready"
@@ -197,6 +207,7 @@ def test_two_creates_at_once_make_one_index(tmp_path):
 
 # -- 3. disk_bytes ---------------------------------------------------------------------------
 
+
 def test_disk_bytes_counts_only_the_index_files(tmp_path, small_segments):
     d = tmp_path / "ix"
     with Index.create(d, **small_segments) as ix:
@@ -221,12 +232,20 @@ def test_a_writers_recovery_deletes_only_the_index_files(tmp_path, small_segment
     d = tmp_path / "ix"
     with Index.create(d, **small_segments) as ix:
         ix.add(h.synth(originals=60, copies=20, bridges=0, words=60, seed=4))
-    mine = {"texts-notes.txt": b"my notes", "seg-plan.md": b"a plan", "retired-plans.doc": b"old plans",
-            "texts-old.dat": b"not a log of this index"}
+    mine = {
+        "texts-notes.txt": b"my notes",
+        "seg-plan.md": b"a plan",
+        "retired-plans.doc": b"old plans",
+        "texts-old.dat": b"not a log of this index",
+    }
     for name, data in mine.items():
         (d / name).write_bytes(data)
-    strays = ["seg-99999999-deadbeef.ndx", "seg-00000001-0000beef.ndx.tmp-12345", "texts-000099.dat",
-              "retired-seg-00000007-abcdef01.ndx"]  # the index's names, not listed: an interrupted write's
+    strays = [
+        "seg-99999999-deadbeef.ndx",
+        "seg-00000001-0000beef.ndx.tmp-12345",
+        "texts-000099.dat",
+        "retired-seg-00000007-abcdef01.ndx",
+    ]  # the index's names, not listed: an interrupted write's
     for name in strays:
         (d / name).write_bytes(b"x" * 64)
     with Index.open(d) as ix:

@@ -1,17 +1,20 @@
 """The text log's reads: a few texts through a descriptor without readahead, many through one
 with it (store.TextLog); the same texts either way, checked against their CRC-32s."""
+
 import os
 
 import pytest
 
-from neardup.index import Index, store
 from neardup.errors import IndexCorruptError
+from neardup.index import Index, store
 
 
 def _rows(ix):
     conn = ix._conn()
-    q = ("SELECT d.id, t.name, d.text_offset, d.text_length, d.text_crc FROM documents d "
-         "JOIN text_files t ON t.file = d.text_file ORDER BY d.doc")
+    q = (
+        "SELECT d.id, t.name, d.text_offset, d.text_length, d.text_crc FROM documents d "
+        "JOIN text_files t ON t.file = d.text_file ORDER BY d.doc"
+    )
     return conn.execute(q).fetchall()
 
 

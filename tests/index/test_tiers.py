@@ -1,18 +1,18 @@
 """Size-tiered merging by background folds (index/fold.py): a fold also merges the manifest's
 small trailing segments into its own, so the number of segments stays logarithmic in the
 number of documents. It changes where postings live, never an answer."""
+
 import math
 import os
 import random
 import sqlite3
 import textwrap
 
-import pytest
-
-from neardup.index import Index
-from neardup.index import fold
 import ix_helpers as h
+import pytest
 from test_fold import _killed, _level0, _listed, _same_after_reopen, _segments, _verdicts
+
+from neardup.index import Index, fold
 
 F = fold.MERGE_FACTOR
 
@@ -32,8 +32,13 @@ def _listed_now(d):
 
 def _members(ix, name):
     """The documents a segment lists (band 0 holds one posting per document)."""
-    return set(ix._segcache.get(*ix._conn().execute(
-        "SELECT file, bytes, crc FROM segments WHERE file = ?", (name,)).fetchone()).bands[0][1].tolist())
+    return set(
+        ix._segcache.get(
+            *ix._conn().execute("SELECT file, bytes, crc FROM segments WHERE file = ?", (name,)).fetchone()
+        )
+        .bands[0][1]
+        .tolist()
+    )
 
 
 def _assert_tiered(ix, smallest_fold):
@@ -74,7 +79,7 @@ def test_merges_stop_at_merge_max(tmp_path):
     assert ix.tuning.merge_max == cap  # stored by create, read back by open
     s, merged_any = 0, False
     try:
-        for batch, s in h.uneven_batches(docs, rng, 5, 20):
+        for batch, s in h.uneven_batches(docs, rng, 5, 20):  # noqa: B007 - s (documents so far) read after the loop
             assert _verdicts(ix.add(batch)) == _verdicts(plain.add(batch))
             before = set(_listed(ix))
             assert ix.fold()
@@ -216,7 +221,9 @@ def test_reader_holding_an_old_snapshot_across_a_merge(tmp_path, corpus):
                 r._arrays(st)
                 assert w.fold() and len(_listed(w)) == 2
                 assert not os.path.exists(d / old[-1])  # deleted under the reader
-                checked, extras = r._checked([{"id": f"query-{i}", "text": t} for i, t in enumerate(probes)], None, 10**6)
+                checked, extras = r._checked(
+                    [{"id": f"query-{i}", "text": t} for i, t in enumerate(probes)], None, 10**6
+                )
                 assert [v.as_dict() for v in r._plan(conn, checked, extras).verdicts] == expected
                 assert r._state_for(conn).segments == st.segments
             finally:
@@ -284,8 +291,7 @@ KILLED_IN_MERGE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("phase", ["segment written", "in the commit", "after the commit",
-                                   "deleting the merged files"])
+@pytest.mark.parametrize("phase", ["segment written", "in the commit", "after the commit", "deleting the merged files"])
 def test_sigkill_at_each_step_of_a_merge_fold(tmp_path, corpus, phase):
     """Killed at each step of a fold that merges segments: the index opens consistent, with
     either the old manifest (three segments, level 0 full) or the new one (two); the next
@@ -296,8 +302,10 @@ def test_sigkill_at_each_step_of_a_merge_fold(tmp_path, corpus, phase):
         listed = _listed(ix)
         assert len(listed) == (2 if committed else 3) and len(_level0(ix)) == (0 if committed else 15)
         leftovers = set(_segments(d)) - set(listed)
-        assert len(leftovers) == {"segment written": 1, "in the commit": 1, "after the commit": 2,
-                                  "deleting the merged files": 1}[phase]
+        assert (
+            len(leftovers)
+            == {"segment written": 1, "in the commit": 1, "after the commit": 2, "deleting the merged files": 1}[phase]
+        )
         ix.add(corpus[200:210])  # a writer: its recovery deletes what the manifest does not list
         assert _segments(d) == sorted(_listed(ix))
         got = list(ix.clusters())

@@ -2,19 +2,33 @@
 record), its time counts as missing for the keeper rule, the value is kept with the document's
 other fields (nothing of the record is lost), the add says so (Verdicts.unreadable_times, a
 warning and a count from `neardup index add`)."""
+
 import json
 
+import ix_helpers as h
 import pytest
 
 from neardup.index import Index
-import ix_helpers as h
 
-RECS = [{"id": "a", "text": "heavy rain over the coast for three days, the weather office said",
-         "published_at": "yesterday", "source": "agency"},
-        {"id": "b", "text": "heavy rain over the coast for three days, the weather office said",
-         "published_at": "2026-07-12T09:00:00Z"},
-        {"id": "c", "text": "a story about something else entirely, the harbour at night",
-         "published_at": "9999-12-31T23:59:59-05:00", "colour": "red"}]
+RECS = [
+    {
+        "id": "a",
+        "text": "heavy rain over the coast for three days, the weather office said",
+        "published_at": "yesterday",
+        "source": "agency",
+    },
+    {
+        "id": "b",
+        "text": "heavy rain over the coast for three days, the weather office said",
+        "published_at": "2026-07-12T09:00:00Z",
+    },
+    {
+        "id": "c",
+        "text": "a story about something else entirely, the harbour at night",
+        "published_at": "9999-12-31T23:59:59-05:00",
+        "colour": "red",
+    },
+]
 
 
 @pytest.mark.parametrize("how", ["records", "jsonl", "csv"])

@@ -1,4 +1,5 @@
 """Where postings go is an explicit setting (stored, overridable per process), never the environment."""
+
 import os
 import subprocess
 import sys
@@ -48,8 +49,9 @@ def test_cli_takes_tuning_and_ignores_the_old_environment_variables(tmp_path, co
 
     d = str(tmp_path / "ix")
     f = h.write_jsonl(tmp_path / "a.jsonl", corpus[:40])
-    run = lambda *a, **kw: subprocess.run([sys.executable, "-m", "neardup.cli", "index", *a], capture_output=True,
-                                          text=True, **kw)
+    run = lambda *a, **kw: subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", *a], capture_output=True, text=True, **kw
+    )
     assert run("init", d, "--segment-min", "30").returncode == 0
     env = dict(os.environ, NEARDUP_INDEX_SEGMENT_MIN="100000")  # no longer read by anything
     assert run("add", d, f, env=env).returncode == 0
@@ -63,15 +65,19 @@ def test_cli_takes_tuning_and_ignores_the_old_environment_variables(tmp_path, co
 
 def test_merge_max_is_stored_by_init_and_refused_when_bad(tmp_path):
     d = str(tmp_path / "ix")
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", d, "--merge-max", "7000"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "init", d, "--merge-max", "7000"], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stderr
     with Index.open(d) as ix:
         assert ix.tuning.merge_max == 7000
     with pytest.raises(InvalidParameterError, match="merge_max must be a positive integer"):
         Index.open(d, merge_max=0)
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "init", str(tmp_path / "b"), "--merge-max", "-5"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "init", str(tmp_path / "b"), "--merge-max", "-5"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "merge_max must be a positive integer" in r.stderr
 
 

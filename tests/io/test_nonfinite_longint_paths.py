@@ -1,12 +1,14 @@
 """Reader and record checks: an integer past Python's digits limit (named as such, with its
 field), NaN and infinities in JSON text refused only where the caller asks (the dedup job),
 typed ones (Parquet, Python) accepted, bytes and os.PathLike paths, a CSV file's header."""
+
 import math
 import os
 import pathlib
 import sys
 
 import pytest
+
 from neardup.errors import InputTypeError
 from neardup.io import Fields, Limits, RecordError, check_record, open_sources
 from neardup.io.readers import CsvSource, JsonlSource, parse_json_line
@@ -15,12 +17,15 @@ LIMIT = sys.get_int_max_str_digits()
 BIG = "9" * (LIMIT + 700)
 
 
-@pytest.mark.parametrize("line,field", [
-    (b'{"id": 1, "text": "words here", "big": ' + BIG.encode() + b"}", "big"),
-    (b'{"id": 1, "text": "words here", "big": -' + BIG.encode() + b"}", "big"),
-    (b'{"id": ' + BIG.encode() + b', "text": "words here"}', "id"),
-    (b'{"id": 1, "text": "words here", "m": {"k": [1, ' + BIG.encode() + b"]}}", "m"),
-])
+@pytest.mark.parametrize(
+    "line,field",
+    [
+        (b'{"id": 1, "text": "words here", "big": ' + BIG.encode() + b"}", "big"),
+        (b'{"id": 1, "text": "words here", "big": -' + BIG.encode() + b"}", "big"),
+        (b'{"id": ' + BIG.encode() + b', "text": "words here"}', "id"),
+        (b'{"id": 1, "text": "words here", "m": {"k": [1, ' + BIG.encode() + b"]}}", "m"),
+    ],
+)
 def test_a_long_integer_in_a_json_line_is_named_as_such(line, field):
     """It was "malformed JSON: Exceeds the limit (4300 digits) for integer string conversion
     ...; use sys.set_int_max_str_digits()": the line is valid JSON, and no field was named."""
@@ -44,20 +49,25 @@ def test_the_jsonl_reader_gives_the_long_integer_error(tmp_path):
     assert got[1][0] == 2 and isinstance(got[1][1], RecordError) and got[1][1].field == "n"
 
 
-@pytest.mark.parametrize("rec,field", [
-    ({"id": 10 ** (LIMIT + 5), "text": "words"}, "id"),
-    ({"id": 1, "text": "words", "big": -(10 ** (LIMIT + 5))}, "big"),
-    ({"id": 1, "text": "words", "big": [1, {"k": 10 ** (LIMIT + 5)}]}, "big"),
-    ({"id": 1, "text": "words", "published_at": 10 ** (LIMIT + 5)}, "published_at"),
-])
+@pytest.mark.parametrize(
+    "rec,field",
+    [
+        ({"id": 10 ** (LIMIT + 5), "text": "words"}, "id"),
+        ({"id": 1, "text": "words", "big": -(10 ** (LIMIT + 5))}, "big"),
+        ({"id": 1, "text": "words", "big": [1, {"k": 10 ** (LIMIT + 5)}]}, "big"),
+        ({"id": 1, "text": "words", "published_at": 10 ** (LIMIT + 5)}, "published_at"),
+    ],
+)
 def test_a_long_integer_in_a_python_record_is_a_bad_record(rec, field):
     """A Python int past the limit raised a bare ValueError (the id, with no record named) or
     failed the writers after the run (any other field)."""
     with pytest.raises(RecordError) as got:
         check_record(rec, Fields(), Limits(), "<records>", 3)
     assert got.value.field == field and got.value.line == 3
-    assert got.value.reason == f"integer too long: {LIMIT + 6:,} digits, over the limit of {LIMIT:,} " \
-                               "digits Python reads or writes (give it as a string)"
+    assert (
+        got.value.reason == f"integer too long: {LIMIT + 6:,} digits, over the limit of {LIMIT:,} "
+        "digits Python reads or writes (give it as a string)"
+    )
 
 
 def test_an_integer_just_inside_the_limit_passes():
@@ -69,16 +79,27 @@ def test_an_integer_just_inside_the_limit_passes():
 NON_FINITE = [(float("nan"), "NaN"), (float("inf"), "Infinity"), (float("-inf"), "-Infinity")]
 
 
-@pytest.mark.parametrize("literal,name", [("NaN", "NaN"), ("Infinity", "Infinity"), ("-Infinity", "-Infinity"),
-                                          ("1e400", "Infinity"), ("-1e400", "-Infinity")])
+@pytest.mark.parametrize(
+    "literal,name",
+    [
+        ("NaN", "NaN"),
+        ("Infinity", "Infinity"),
+        ("-Infinity", "-Infinity"),
+        ("1e400", "Infinity"),
+        ("-1e400", "-Infinity"),
+    ],
+)
 def test_json_text_with_nan_or_infinity_is_refused_when_the_limits_say_so(literal, name):
     """JSON text holding NaN, Infinity or -Infinity is not JSON (RFC 8259: orjson refuses it,
     the json module reads it); the dedup job (Limits(strict_json=True)) refuses the line, naming
     the field, at any depth, the time field too: its kept.jsonl copies the line, which would not
     be JSON. Without it (the persistent index, which stores them as null) the record passes."""
     lim = Limits(strict_json=True)
-    for body, field, how in [(f'"score": {literal}', "score", "is"), (f'"m": {{"k": [1.0, {literal}]}}', "m", "holds"),
-                             (f'"published_at": {literal}', "published_at", "is")]:
+    for body, field, how in [
+        (f'"score": {literal}', "score", "is"),
+        (f'"m": {{"k": [1.0, {literal}]}}', "m", "holds"),
+        (f'"published_at": {literal}', "published_at", "is"),
+    ]:
         rec = parse_json_line("in.jsonl", 4, f'{{"id": "a", "text": "words", {body}, "n": 1}}'.encode())
         assert isinstance(rec, dict) and not isinstance(rec, RecordError)
         with pytest.raises(RecordError) as got:
@@ -109,9 +130,11 @@ def test_a_typed_nan_is_not_a_json_literal():
 
 def test_nan_inside_a_string_or_valid_json_is_not_refused():
     lim = Limits(strict_json=True)
-    for line in (b'{"id": "a", "text": "NaN and Infinity are words", "s": "-Infinity"}',
-                 b'{"id": "a", "text": "words", "x": 1e300, "y": -1e-400}',  # (-1e-400 is -0.0)
-                 b'{"id": 123456789012345678901234567890, "text": "words", "x": 1.5}'):  # (the json module's too)
+    for line in (
+        b'{"id": "a", "text": "NaN and Infinity are words", "s": "-Infinity"}',
+        b'{"id": "a", "text": "words", "x": 1e300, "y": -1e-400}',  # (-1e-400 is -0.0)
+        b'{"id": 123456789012345678901234567890, "text": "words", "x": 1.5}',
+    ):  # (the json module's too)
         rec = parse_json_line("in.jsonl", 1, line)
         assert type(rec) is dict
         check_record(rec, Fields(), lim, "in.jsonl", 1)
@@ -140,6 +163,7 @@ def _pathlike(value):
     class P:
         def __fspath__(self):
             return value
+
     return P()
 
 

@@ -1,6 +1,7 @@
 """Reader edge cases from the adversarial report (s15/h2): CSV rows the csv module rejects
 under --on-error skip, empty compressed files, Parquet duplicate column names, Parquet times
 Python cannot hold, Parquet dates."""
+
 import datetime as dt
 import json
 
@@ -24,6 +25,7 @@ def _read(path):
 
 # ---- 1. a CSV row the csv module rejects ------------------------------------------------
 
+
 def test_csv_rejected_row_is_handed_out_only_when_wanted(tmp_path):
     p = tmp_path / "a.csv"
     p.write_text('id,text\n1,fine words here\n2,"bad"quote here\n3,more fine words\n', encoding="utf-8")
@@ -38,12 +40,15 @@ def test_csv_rejected_row_is_handed_out_only_when_wanted(tmp_path):
     assert all(isinstance(rec, dict) for _, rec in again)
 
 
-@pytest.mark.parametrize("name,data,line,kept_ids", [
-    ("after.csv", 'id,text\n1,hello world this is fine\n2,"bad"quote here\n3,another fine text\n', 3, ["1", "3"]),
-    # candidates after the bad row: verification re-reads them
-    ("before.csv", f'id,text\n1,"bad"quote here\n2,{RAIN}\n3,{RAIN} today\n', 2, ["2"]),
-    ("quote.tsv", f'id\ttext\n1\t"Hello," she said, {RAIN}\n2\tother text\n', 2, ["2"]),
-])
+@pytest.mark.parametrize(
+    "name,data,line,kept_ids",
+    [
+        ("after.csv", 'id,text\n1,hello world this is fine\n2,"bad"quote here\n3,another fine text\n', 3, ["1", "3"]),
+        # candidates after the bad row: verification re-reads them
+        ("before.csv", f'id,text\n1,"bad"quote here\n2,{RAIN}\n3,{RAIN} today\n', 2, ["2"]),
+        ("quote.tsv", f'id\ttext\n1\t"Hello," she said, {RAIN}\n2\tother text\n', 2, ["2"]),
+    ],
+)
 def test_csv_rejected_row_is_skipped_and_listed(tmp_path, name, data, line, kept_ids):
     p = tmp_path / name
     p.write_text(data, encoding="utf-8")
@@ -56,6 +61,7 @@ def test_csv_rejected_row_is_skipped_and_listed(tmp_path, name, data, line, kept
 
 
 # ---- 6. an empty compressed file ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("suffix", [".jsonl.gz", ".jsonl.zst", ".csv.gz"])
 def test_an_empty_compressed_file_is_an_unreadable_input(tmp_path, suffix, capsys):
@@ -76,9 +82,16 @@ def test_an_empty_plain_file_is_still_an_empty_input(tmp_path):
 
 # ---- 7. a Parquet file naming a column twice ----------------------------------------------
 
+
 def test_parquet_naming_a_column_twice_is_refused(tmp_path, capsys):
-    t = pa.Table.from_arrays([pa.array(["a", "b"]), pa.array([RAIN, "unrelated words in this one"]),
-                              pa.array(["unrelated words in this one", RAIN])], names=["id", "text", "text"])
+    t = pa.Table.from_arrays(
+        [
+            pa.array(["a", "b"]),
+            pa.array([RAIN, "unrelated words in this one"]),
+            pa.array(["unrelated words in this one", RAIN]),
+        ],
+        names=["id", "text", "text"],
+    )
     p = tmp_path / "dup.parquet"
     pq.write_table(t, p)
     with pytest.raises(InputFileError, match="column 'text' more than once"):
@@ -89,6 +102,7 @@ def test_parquet_naming_a_column_twice_is_refused(tmp_path, capsys):
 
 
 # ---- 4. a Parquet time past year 9999 ------------------------------------------------------
+
 
 def _overflow_file(tmp_path, column):
     cols = {"id": ["a", "b", "c"], "text": [RAIN, RAIN + " again", "other words entirely here"]}
@@ -127,14 +141,17 @@ def test_parquet_time_past_9999_in_another_column_is_carried_as_text(tmp_path):
 
 def test_far_times_and_dates_of_every_unit_and_nesting(tmp_path):
     big_ms = 10**15 + 5
-    t = pa.table({
-        "id": ["a"], "text": ["words"],
-        "ms_tz": pa.array([big_ms], pa.timestamp("ms", tz="UTC")),
-        "d32": pa.array([2**30], pa.date32()),
-        "neg": pa.array([-10**12], pa.timestamp("s")),
-        "lst": pa.array([[10**12, 0]], pa.list_(pa.timestamp("s"))),
-        "st": pa.array([{"t": 10**12, "n": 1}], pa.struct([("t", pa.timestamp("s")), ("n", pa.int64())])),
-    })
+    t = pa.table(
+        {
+            "id": ["a"],
+            "text": ["words"],
+            "ms_tz": pa.array([big_ms], pa.timestamp("ms", tz="UTC")),
+            "d32": pa.array([2**30], pa.date32()),
+            "neg": pa.array([-(10**12)], pa.timestamp("s")),
+            "lst": pa.array([[10**12, 0]], pa.list_(pa.timestamp("s"))),
+            "st": pa.array([{"t": 10**12, "n": 1}], pa.struct([("t", pa.timestamp("s")), ("n", pa.int64())])),
+        }
+    )
     p = tmp_path / "far.parquet"
     with pytest.raises(OverflowError):  # (what failed the whole batch)
         t.to_pylist()
@@ -147,20 +164,30 @@ def test_far_times_and_dates_of_every_unit_and_nesting(tmp_path):
     assert rec["st"] == {"t": "+33658-09-27T01:46:40", "n": 1}
     # the algorithm against Python's own calendar where Python has one
     from neardup.io.readers import _civil
+
     for days in (-719162, -1, 0, 59, 11016, 2932896):
         assert _civil(days) == "+" + (dt.date(1970, 1, 1) + dt.timedelta(days=days)).isoformat()
 
 
 # ---- 5. a Parquet date column --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("typ", [pa.date32(), pa.date64()])
 def test_parquet_date_is_midnight_utc(tmp_path, typ):
     p = tmp_path / "dates.parquet"
-    pq.write_table(pa.table({"id": ["a-late", "b-early"], "text": [RAIN, RAIN],
-                             "published_at": pa.array([dt.date(2026, 3, 1), dt.date(2026, 1, 1)], typ)}), p)
+    pq.write_table(
+        pa.table(
+            {
+                "id": ["a-late", "b-early"],
+                "text": [RAIN, RAIN],
+                "published_at": pa.array([dt.date(2026, 3, 1), dt.date(2026, 1, 1)], typ),
+            }
+        ),
+        p,
+    )
     out = tmp_path / "out"
     assert main(["dedup", str(p), "-o", str(out), "-q"]) == 0
     report = json.loads((out / "report.json").read_text())
     assert report["unreadable_time_records"] == []
     assert _read(out / "clusters.jsonl")[0]["keeper"] == "b-early"
-    assert neardup.io.parse_time(dt.date(2026, 1, 1)) == dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).timestamp()
+    assert neardup.io.parse_time(dt.date(2026, 1, 1)) == dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()

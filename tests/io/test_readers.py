@@ -1,5 +1,6 @@
 """The input readers' block reading, and the memory they say they hold while reading (which
 ``--memory-limit`` counts in a re-read's working memory)."""
+
 from __future__ import annotations
 
 import gzip
@@ -81,8 +82,11 @@ def test_a_record_with_a_key_json_cannot_name_is_a_bad_record(tmp_path):
     from neardup.errors import RecordError
 
     t = "the quick brown fox jumps over the lazy dog and runs far away into the deep dark forest"
-    recs = [{"id": "a", "text": t, ("x", 1): 2}, {"id": "b", "text": t + " now", "m": {"k": [{frozenset(): 1}]}},
-            {"id": "c", "text": t + " again", 7: "an int name is written as \"7\"", None: 1}]
+    recs = [
+        {"id": "a", "text": t, ("x", 1): 2},
+        {"id": "b", "text": t + " now", "m": {"k": [{frozenset(): 1}]}},
+        {"id": "c", "text": t + " again", 7: 'an int name is written as "7"', None: 1},
+    ]
     with pytest.raises(RecordError, match=r"<records>:1: field name \('x', 1\) is a tuple"):
         neardup.dedup(recs, tmp_path / "out")
     assert not (tmp_path / "out" / "kept.jsonl").exists()

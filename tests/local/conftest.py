@@ -1,7 +1,7 @@
 import pytest
+from nd_helpers import write_jsonl
 
 from neardup.demo import records as demo_records
-from nd_helpers import write_jsonl
 
 
 @pytest.fixture
@@ -12,5 +12,3 @@ def rain():
 @pytest.fixture
 def rain_file(tmp_path, rain):
     return write_jsonl(tmp_path / "rain.jsonl", rain)
-
-

@@ -1,4 +1,5 @@
 """Small helpers shared by the pipeline tests."""
+
 import json
 import os
 

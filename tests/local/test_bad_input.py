@@ -1,17 +1,18 @@
 """Bad input: each case gets a clear message naming file, line and field; --on-error skip counts
 and lists them; nothing already written is left half-written."""
+
 import gzip
 import json
 import os
 import tempfile
 
 import pytest
+from nd_helpers import read_jsonl
 
 import neardup
 from neardup import synth
 from neardup.cli import main
 from neardup.io import InputFileError, OutputError, RecordError, atomic_open
-from nd_helpers import read_jsonl
 
 GOOD = [
     {"id": "a", "text": "heavy rain is likely over coastal karnataka and goa for the next three days"},
@@ -32,7 +33,7 @@ def corpus(tmp_path, bad_line: bytes, at: int = 2, name="in.jsonl"):
 CASES = [
     # (bad line, field, words in the reason)
     (b'{"id": "x", "text": "unterminated', None, "malformed JSON"),
-    (b'[1, 2, 3]', None, "expected a JSON object"),
+    (b"[1, 2, 3]", None, "expected a JSON object"),
     (b'{"id": "x"}', "text", "missing text"),
     (b'{"id": "x", "text": null}', "text", "must be a string, got null"),
     (b'{"id": "x", "text": 42}', "text", "must be a string, got int"),
@@ -110,7 +111,9 @@ def test_unreadable_inputs(tmp_path, capsys):
     with pytest.raises(InputFileError, match="bad.jsonl.gz: read error"):
         neardup.dedup(str(bad_gz))
     truncated = tmp_path / "cut.jsonl.gz"
-    truncated.write_bytes(gzip.compress(b"".join(b'{"id": "%d", "text": "x y %d"}\n' % (i, i) for i in range(5000)))[:3000])
+    truncated.write_bytes(
+        gzip.compress(b"".join(b'{"id": "%d", "text": "x y %d"}\n' % (i, i) for i in range(5000)))[:3000]
+    )
     with pytest.raises(InputFileError, match="cut.jsonl.gz: read error"):
         neardup.dedup(str(truncated))
     bad_zst = tmp_path / "bad.jsonl.zst"
@@ -191,7 +194,9 @@ def test_a_byte_order_mark_is_not_part_of_the_first_record(tmp_path):
     j = tmp_path / "bom.jsonl"
     j.write_bytes(b"\xef\xbb\xbf" + b"".join(json.dumps(r).encode() + b"\n" for r in GOOD))
     c = tmp_path / "bom.csv"
-    c.write_bytes(b"\xef\xbb\xbfid,text\n" + b"".join(f"{r['id']},{r['text'].replace(',', '')}\n".encode() for r in GOOD))
+    c.write_bytes(
+        b"\xef\xbb\xbfid,text\n" + b"".join(f"{r['id']},{r['text'].replace(',', '')}\n".encode() for r in GOOD)
+    )
     for path in (j, c):
         res = neardup.dedup(str(path), tmp_path / path.suffix[1:])
         assert res.report["documents"] == 3 and res.report["skipped"] == 0 and res.kept == ["a", "c"]
@@ -208,8 +213,10 @@ def test_a_csv_quote_left_open_is_a_bad_record_not_the_rest_of_the_file(tmp_path
 def test_an_integer_id_past_64_bits_in_jsonl(tmp_path):
     # orjson reads it as a float: "id must be a string or an integer, got float"
     path = tmp_path / "big.jsonl"
-    path.write_text('{"id": 123456789012345678901234567890, "text": "heavy rain in goa"}\n'
-                    '{"id": -9223372036854775809, "text": "heavy rain in goa"}\n')
+    path.write_text(
+        '{"id": 123456789012345678901234567890, "text": "heavy rain in goa"}\n'
+        '{"id": -9223372036854775809, "text": "heavy rain in goa"}\n'
+    )
     res = neardup.dedup(str(path), None)
     assert res.kept == [-9223372036854775809]  # (no times: the smaller id as text keeps)
     assert res.clusters[0]["members"][0]["id"] == 123456789012345678901234567890
@@ -238,8 +245,14 @@ def test_output_cut_by_its_reader_is_quiet(tmp_path):
     import subprocess
     import sys
 
-    p = subprocess.run(f"{sys.executable} -m neardup.cli demo | head -1", shell=True, capture_output=True, text=True,
-                       timeout=120, executable="/bin/bash")
+    p = subprocess.run(
+        f"{sys.executable} -m neardup.cli demo | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        executable="/bin/bash",
+    )
     assert p.stdout.count("\n") == 1 and "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
 
 
@@ -321,8 +334,11 @@ def test_bad_options_are_usage_errors(tmp_path, capsys):
 
 
 def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
-    recs = [dict(GOOD[0], published_at="27-MAR-1987 00:02:59.13&#5;&#5;&#5;RM"),
-            dict(GOOD[1], published_at="2026-07-12T09:00:00Z"), GOOD[2]]
+    recs = [
+        dict(GOOD[0], published_at="27-MAR-1987 00:02:59.13&#5;&#5;&#5;RM"),
+        dict(GOOD[1], published_at="2026-07-12T09:00:00Z"),
+        GOOD[2],
+    ]
     res = neardup.dedup(recs)
     assert res.report["skipped"] == 0 and res.report["documents"] == 3
     assert res.report["unreadable_times"] == 1
@@ -331,12 +347,23 @@ def test_unreadable_time_counts_as_missing_and_is_reported(tmp_path):
     assert res.clusters[0]["keeper"] == "b"  # the record with a readable time wins
 
 
-
-@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00",
-                                   "Fri, 31 Dec 9999 23:59:59 -0500", 10**400, -(10**400),
-                                   # numbers past the years a date can have (were taken as times:
-                                   # the service's page then failed to show the story)
-                                   10**13, -1e300, 2**70, 253402300800, "253402300800"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9999-12-31T23:59:59-05:00",
+        "0001-01-01T00:00:00+05:00",
+        "Fri, 31 Dec 9999 23:59:59 -0500",
+        10**400,
+        -(10**400),
+        # numbers past the years a date can have (were taken as times:
+        # the service's page then failed to show the story)
+        10**13,
+        -1e300,
+        2**70,
+        253402300800,
+        "253402300800",
+    ],
+)
 def test_time_out_of_range_is_an_unreadable_time_not_a_crash(tmp_path, value):
     # a date that exists but leaves datetime's years once its offset is applied, or an integer
     # past a float's range, raised OverflowError from the record check (exit 1, a traceback)
@@ -363,6 +390,7 @@ def test_epoch_seconds_written_as_text_are_a_time(tmp_path):
     path.write_text(f"id,text,published_at\nlate,{text},1793077200\nearly,{text},1793073600\n")
     res = neardup.dedup(str(path), None)
     assert res.report["unreadable_times"] == 0 and res.clusters[0]["keeper"] == "early"
+
 
 def test_failure_in_the_kernels_stops_the_reader_thread(tmp_path, monkeypatch):
     import sys
@@ -398,8 +426,11 @@ def test_lone_surrogate_in_an_id_is_a_bad_record_not_a_crash(tmp_path):
     from neardup.errors import RecordError
 
     path = tmp_path / "in.jsonl"
-    path.write_text('{"id": "a\\ud800", "text": "heavy rain over the coast today"}\n'
-                    '{"id": "b", "text": "heavy rain over the coast today"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "a\\ud800", "text": "heavy rain over the coast today"}\n'
+        '{"id": "b", "text": "heavy rain over the coast today"}\n',
+        encoding="utf-8",
+    )
     with pytest.raises(RecordError, match="id is not valid Unicode"):
         neardup.dedup(str(path), tmp_path / "out")
     res = neardup.dedup(str(path), tmp_path / "out2", on_error="skip")
@@ -418,8 +449,12 @@ def test_a_binary_source_is_its_utf8_text(tmp_path):
 
     text = "heavy rain over the coast for three days, the weather office said on sunday"
     path = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"id": ["site", "agency"], "text": [text, text],
-                             "source": pa.array([b"site-a", b"agency"], pa.binary())}), path)
+    pq.write_table(
+        pa.table(
+            {"id": ["site", "agency"], "text": [text, text], "source": pa.array([b"site-a", b"agency"], pa.binary())}
+        ),
+        path,
+    )
     res = neardup.dedup(str(path), None, prefer_source=["agency"])
     assert res.clusters[0]["keeper"] == "agency"
     pq.write_table(pa.table({"id": ["a"], "text": [text], "source": pa.array([b"\xffbad"], pa.binary())}), path)
@@ -440,17 +475,26 @@ def test_binary_id_text_and_title_are_their_utf8_text(tmp_path):
 
     from neardup.errors import RecordError
 
-    texts = ["heavy rain over the coast for three days, the weather office said on sunday",
-             "heavy rain over the coast for three days, the weather office said on monday",
-             "le café du coin ferme ses portes après quarante ans de service"]
+    texts = [
+        "heavy rain over the coast for three days, the weather office said on sunday",
+        "heavy rain over the coast for three days, the weather office said on monday",
+        "le café du coin ferme ses portes après quarante ans de service",
+    ]
     ids, titles, blobs = ["a", "b", "é"], ["Rain", "Rain", "Café"], [b"\x00\x01", b"ok", b"\xff"]
     as_str = tmp_path / "s.parquet"
     pq.write_table(pa.table({"id": ids, "title": titles, "text": texts}), as_str)
     as_bin = tmp_path / "b.parquet"
-    pq.write_table(pa.table({"id": pa.array([i.encode() for i in ids], pa.binary()),
-                             "title": pa.array([t.encode() for t in titles], pa.binary()),
-                             "text": pa.array([t.encode() for t in texts], pa.binary()),
-                             "blob": pa.array(blobs, pa.binary())}), as_bin)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([i.encode() for i in ids], pa.binary()),
+                "title": pa.array([t.encode() for t in titles], pa.binary()),
+                "text": pa.array([t.encode() for t in texts], pa.binary()),
+                "blob": pa.array(blobs, pa.binary()),
+            }
+        ),
+        as_bin,
+    )
     kw = dict(title_field="title", k=3, threshold=0.5)
     want = neardup.dedup(str(as_str), None, **kw)
     got = neardup.dedup(str(as_bin), tmp_path / "out", **kw)
@@ -465,8 +509,18 @@ def test_binary_id_text_and_title_are_their_utf8_text(tmp_path):
         neardup.dedup(str(as_bin), None)
 
 
-@pytest.mark.parametrize("kw", [dict(k="5"), dict(recall="0.9"), dict(threads=1.5), dict(prefer_source=5),
-                                dict(threshold=True), dict(prefer_source=[1, 2]), dict(batch_size=None)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(k="5"),
+        dict(recall="0.9"),
+        dict(threads=1.5),
+        dict(prefer_source=5),
+        dict(threshold=True),
+        dict(prefer_source=[1, 2]),
+        dict(batch_size=None),
+    ],
+)
 def test_options_of_the_wrong_type_are_parameter_errors(kw):
     # they were bare TypeErrors from a comparison, or (threshold=True) taken as 1
     from neardup.errors import InvalidParameterError

@@ -1,14 +1,15 @@
 """End to end on the guide's rain story: the copies cluster with the agency story, the drains
 story stays alone, and every output file has its documented schema."""
+
 import gzip
 import json
 import os
 
 import numpy as np
 import pytest
+from nd_helpers import read_jsonl, write_jsonl
 
 import neardup
-from nd_helpers import read_jsonl, write_jsonl
 
 RAIN_CLUSTER = {"agency-001", "site-a-417", "site-b-092", "site-d-775"}
 
@@ -49,7 +50,10 @@ def test_output_files_and_schema(tmp_path, rain_file):
         assert m["match"] in ("exact", "near") and 0 <= m["similarity"] <= 1
     pairs = read_jsonl(out / "pairs.jsonl")
     assert {(p["a"], p["b"]) for p in pairs} == {
-        ("agency-001", "site-a-417"), ("agency-001", "site-b-092"), ("agency-001", "site-d-775")}
+        ("agency-001", "site-a-417"),
+        ("agency-001", "site-b-092"),
+        ("agency-001", "site-d-775"),
+    }
     for p in pairs:
         assert set(p) == {"a", "b", "similarity", "match"}
         assert p["similarity"] >= 0.8
@@ -62,11 +66,29 @@ def test_output_files_and_schema(tmp_path, rain_file):
     for k in kept:
         assert {key: v for key, v in k.items() if key != "alternates"} == src[k["id"]]
     report = json.loads((out / "report.json").read_text())
-    for key in ("documents", "exact_copies_removed", "candidates", "verified_pairs", "clusters",
-                "copies_removed", "stages", "seconds", "peak_rss_mb", "lsh", "skipped"):
+    for key in (
+        "documents",
+        "exact_copies_removed",
+        "candidates",
+        "verified_pairs",
+        "clusters",
+        "copies_removed",
+        "stages",
+        "seconds",
+        "peak_rss_mb",
+        "lsh",
+        "skipped",
+    ):
         assert key in report
     assert [s["name"] for s in report["stages"]] == [
-        "read", "exact", "signatures", "candidates", "verify", "clusters", "write"]
+        "read",
+        "exact",
+        "signatures",
+        "candidates",
+        "verify",
+        "clusters",
+        "write",
+    ]
     assert all(s["seconds"] >= 0 and s["peak_rss_mb"] > 0 for s in report["stages"])
     assert report["lsh"]["p_at_threshold"] >= 0.95
     # no temporary files are left behind
@@ -118,8 +140,15 @@ def test_threshold_too_high_keeps_everything(rain):
     assert res.report["copies_removed"] == 1
 
 
-@pytest.mark.parametrize("kw", [dict(threshold=1.0), dict(threshold=1.0, memory_limit="1G"), dict(bands=1, rows=4),
-                                dict(bands=1, rows=4, large_bucket=None)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(threshold=1.0),
+        dict(threshold=1.0, memory_limit="1G"),
+        dict(bands=1, rows=4),
+        dict(bands=1, rows=4, large_bucket=None),
+    ],
+)
 def test_a_single_band(rain, kw):
     # one band (threshold 1, or pinned): the rows of band keys are one column wide, and were
     # flattened like SimHash fingerprints (TypeError "dimensionality mismatch", exit 1)
@@ -156,8 +185,11 @@ def test_every_similarity_is_the_runs_own_jaccard(rain, unit, k):
 def test_containment_finds_a_story_pasted_into_a_page():
     story = " ".join(f"story{i}" for i in range(120))
     page = " ".join(f"page{i}" for i in range(450)) + " " + story + " " + " ".join(f"tail{i}" for i in range(450))
-    recs = [{"id": "story", "text": story}, {"id": "page", "text": page},
-            {"id": "other", "text": " ".join(f"other{i}" for i in range(300))}]
+    recs = [
+        {"id": "story", "text": story},
+        {"id": "page", "text": page},
+        {"id": "other", "text": " ".join(f"other{i}" for i in range(300))},
+    ]
     # Jaccard is only ~0.11, so the Jaccard run finds nothing ...
     assert neardup.dedup(recs, threshold=0.8, time_field=None).report["near_pairs"] == 0
     # ... containment (shared over the smaller document's shingles) is 1.0; bands loose enough
@@ -171,8 +203,11 @@ def test_containment_finds_a_story_pasted_into_a_page():
 def test_simhash_method_finds_close_copies():
     base = " ".join(f"w{i % 97}x{i}" for i in range(2000))
     edited = base.replace("w5x5 ", "changed ")
-    recs = [{"id": "a", "text": base}, {"id": "b", "text": edited},
-            {"id": "c", "text": " ".join(f"z{i}" for i in range(2000))}]
+    recs = [
+        {"id": "a", "text": base},
+        {"id": "b", "text": edited},
+        {"id": "c", "text": " ".join(f"z{i}" for i in range(2000))},
+    ]
     res = neardup.dedup(recs, method="simhash", max_distance=3, time_field=None)
     assert res.report["lsh"] is None
     assert [(p["a"], p["b"]) for p in res.pairs] == [("a", "b")]
@@ -236,8 +271,13 @@ def test_integer_ids_and_title_field(tmp_path, rain):
 
 
 def test_exact_pass_only_groups_equal_normalised_text():
-    recs = [{"id": "1", "text": "Heavy rain, in GOA!"}, {"id": "2", "text": "heavy   rain in goa"},
-            {"id": "3", "text": "heavy rain in goa today"}, {"id": "4", "text": "?!"}, {"id": "5", "text": "..."}]
+    recs = [
+        {"id": "1", "text": "Heavy rain, in GOA!"},
+        {"id": "2", "text": "heavy   rain in goa"},
+        {"id": "3", "text": "heavy rain in goa today"},
+        {"id": "4", "text": "?!"},
+        {"id": "5", "text": "..."},
+    ]
     res = neardup.dedup(recs, time_field=None)
     assert res.report["exact_copies_removed"] == 1
     assert res.report["no_token_documents"] == 2
@@ -252,7 +292,7 @@ def test_parquet_timestamps_and_binary_fields(tmp_path, rain):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    base = dt.datetime(2026, 7, 12, 6, 0, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2026, 7, 12, 6, 0, tzinfo=dt.UTC)
     rows = []
     for i, r in enumerate(rain):
         r = dict(r)

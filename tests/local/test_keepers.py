@@ -1,17 +1,22 @@
 """The keeper rule: earliest time, then --prefer-source order, then id."""
+
 import numpy as np
 
 import neardup
 from neardup.stages.keepers import pick_keepers, source_ranks
 
-TEXT = ("heavy rain is likely over coastal karnataka and goa for the next three days the weather "
-        "office said on sunday and fishermen have been advised not to venture into the sea")
+TEXT = (
+    "heavy rain is likely over coastal karnataka and goa for the next three days the weather "
+    "office said on sunday and fishermen have been advised not to venture into the sea"
+)
 
 
 def copies(specs):
     """Records that are all exact copies of one text (one cluster), from (id, time, source)."""
-    return [{"id": i, "text": TEXT + ("" if n % 2 else " "), "published_at": t, "source": s}
-            for n, (i, t, s) in enumerate(specs)]
+    return [
+        {"id": i, "text": TEXT + ("" if n % 2 else " "), "published_at": t, "source": s}
+        for n, (i, t, s) in enumerate(specs)
+    ]
 
 
 def keeper(recs, **kw):
@@ -21,8 +26,13 @@ def keeper(recs, **kw):
 
 
 def test_earliest_time_wins_over_input_order_and_source():
-    recs = copies([("b", "2026-07-12T10:00:00Z", "agency"), ("a", "2026-07-12T09:00:00Z", "site-x"),
-                   ("c", "2026-07-12T11:00:00Z", "agency")])
+    recs = copies(
+        [
+            ("b", "2026-07-12T10:00:00Z", "agency"),
+            ("a", "2026-07-12T09:00:00Z", "site-x"),
+            ("c", "2026-07-12T11:00:00Z", "agency"),
+        ]
+    )
     assert keeper(recs, prefer_source=["agency"]) == ("a", ["b", "c"])
 
 

@@ -1,6 +1,7 @@
 """Large LSH buckets (DedupOptions.large_bucket): verified by a per-bucket union-find with only
 spanning edges kept. Clusters, keepers and kept records must be exactly those of the run that
 lists every pair of every bucket (large_bucket=None)."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,14 @@ def _corpus(seed: int, groups: int = 6, per_group: int = 60, noise: int = 80) ->
                 t[rng.randrange(len(t))] = f"x{rng.randrange(9)}"
             if rng.random() < 0.3:
                 del t[rng.randrange(len(t))]
-            recs.append({"id": f"g{g}-{v}", "text": " ".join(t), "published_at": rng.randint(0, 50),
-                         "source": rng.choice(["agency", "site-a", "site-b"])})
+            recs.append(
+                {
+                    "id": f"g{g}-{v}",
+                    "text": " ".join(t),
+                    "published_at": rng.randint(0, 50),
+                    "source": rng.choice(["agency", "site-a", "site-b"]),
+                }
+            )
     for i in range(noise):
         recs.append({"id": f"n{i}", "text": " ".join(rng.choice(WORDS) for _ in range(20)), "published_at": i})
     rng.shuffle(recs)
@@ -45,8 +52,16 @@ def _components(res) -> set[frozenset]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-@pytest.mark.parametrize("kw", [dict(), dict(measure="containment", threshold=0.7), dict(verify="estimate"),
-                                dict(bands=20, rows=2, threshold=0.6), dict(prefer_source="agency", threshold=0.7)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(),
+        dict(measure="containment", threshold=0.7),
+        dict(verify="estimate"),
+        dict(bands=20, rows=2, threshold=0.6),
+        dict(prefer_source="agency", threshold=0.7),
+    ],
+)
 def test_same_clusters_and_keepers_as_every_pair(seed, kw):
     recs = _corpus(seed)
     every = neardup.dedup(recs, None, large_bucket=None, **kw)
@@ -74,8 +89,14 @@ def test_groups_under_a_limit(accounting_only, tmp_path):
     recs = _corpus(11, groups=8, per_group=60)
     every = neardup.dedup(recs, None, large_bucket=None)
     loose = neardup.dedup(recs, None, large_bucket=8, memory_limit="1G", batch_size=16)
-    tight = neardup.dedup(recs, None, large_bucket=8, memory_limit=loose.report["memory"]["minimum_bytes"] + 4096,
-                          batch_size=16, tmp_dir=str(tmp_path))
+    tight = neardup.dedup(
+        recs,
+        None,
+        large_bucket=8,
+        memory_limit=loose.report["memory"]["minimum_bytes"] + 4096,
+        batch_size=16,
+        tmp_dir=str(tmp_path),
+    )
     assert tight.report["large_buckets"]["groups"] > 1  # the buckets' sets were taken a group at a time
     for res in (loose, tight):
         assert res.clusters == every.clusters and res.kept == every.kept
@@ -146,9 +167,15 @@ def test_external_band_sort_keeps_the_same_large_buckets(tmp_path, budget):
     every = coded(pairs_from_keys(keys))
     listed = coded(in_mem)
     # the pairs inside each bucket: (m[i], m[j]) for i < j, in the bucket's order
-    inside = coded(np.concatenate([np.stack([m[i], m[j]], axis=1)
-                                   for m in (np.asarray(m, dtype=np.int64) for m in mem_large)
-                                   for i, j in [np.triu_indices(len(m), 1)]]))
+    inside = coded(
+        np.concatenate(
+            [
+                np.stack([m[i], m[j]], axis=1)
+                for m in (np.asarray(m, dtype=np.int64) for m in mem_large)
+                for i, j in [np.triu_indices(len(m), 1)]
+            ]
+        )
+    )
     assert subset(listed, every) and subset(every, distinct(np.concatenate([listed, inside])))
     assert all(len(m) > 80 for m in mem_large) and len(listed) < len(every)
 

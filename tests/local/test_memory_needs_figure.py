@@ -8,6 +8,7 @@ run peaked at 112) and a limit just over X was refused again.
 No MiB figure is written here: the interpreter and imports alone take ~71 MiB in a development
 environment and ~104 MiB in a fresh CI virtual environment, so every limit is derived from what
 the runs report."""
+
 from __future__ import annotations
 
 import json
@@ -28,6 +29,7 @@ MIB = 1 << 20
 
 # ---- the projection alone, with a resident set that follows the limit ----------------------
 
+
 def _refusal(limit: int, kept_when_allowed: float) -> tuple[int, str]:
     """The figure a first pass refuses `limit` with, where the process's resident set beyond
     its tables grows with the limit (`kept_when_allowed` of it: what an allocator keeps)."""
@@ -40,8 +42,7 @@ def _refusal(limit: int, kept_when_allowed: float) -> tuple[int, str]:
         return base if len(seen) == 1 else base + tables + int(kept_when_allowed * limit)
 
     budget = MemoryBudget(limit, rss=rss)
-    guard = FirstPassGuard(budget, lambda: tables, lambda: 16 * docs, total_bytes=100 * 1_000_000,
-                           count=lambda: docs)
+    guard = FirstPassGuard(budget, lambda: tables, lambda: 16 * docs, total_bytes=100 * 1_000_000, count=lambda: docs)
     guard.update(docs, 10_000_000, 200_000)  # 10% of the input read; a batch of texts of 200 KB
     with pytest.raises(MemoryLimitError, match="needs at least about") as e:
         guard.check(0)
@@ -56,27 +57,44 @@ def test_the_figure_does_not_depend_on_what_is_resident():
     b, msg_b = _refusal(60 * MIB, 0.25)
     c, _ = _refusal(45 * MIB, 0.0)
     assert a == b == c, (a, b, c)
-    assert re.search(r"needs at least about ([\d.,]+) MiB", msg_a).group(1) == \
-        re.search(r"needs at least about ([\d.,]+) MiB", msg_b).group(1)
+    assert re.search(r"needs at least about ([\d.,]+) MiB", msg_a).group(1) == re.search(
+        r"needs at least about ([\d.,]+) MiB", msg_b
+    ).group(1)
 
 
 # ---- the CLI for real ------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     # 20k articles of 300 words: batches of text are large next to the tables, which the old
     # projection counted twice (resident, and three more batches on top)
     path = tmp_path_factory.mktemp("needs") / "c.jsonl"
-    subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "16000",
-                    "--copies", "4000"], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "synth", "-o", str(path), "--originals", "16000", "--copies", "4000"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return path
 
 
 def _dedup(corpus, tmp_path, limit: str | None) -> tuple[int, dict | None, float | None, str]:
     """(exit code, report, the figure of a refusal in MiB, stderr)"""
     out = tmp_path / f"out-{limit}"
-    cmd = [sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out), "-q", "--json",
-           "--tmp-dir", str(tmp_path)] + (["--memory-limit", limit] if limit else [])
+    cmd = [
+        sys.executable,
+        "-m",
+        "neardup.cli",
+        "dedup",
+        str(corpus),
+        "-o",
+        str(out),
+        "-q",
+        "--json",
+        "--tmp-dir",
+        str(tmp_path),
+    ] + (["--memory-limit", limit] if limit else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     m = re.search(r"needs at least about ([\d.,]+) MiB", p.stderr)
     figure = float(m.group(1).replace(",", "")) if m else None

@@ -1,5 +1,6 @@
 """--memory-limit measured for real: a dedup in a child process, its peak resident memory read
 by the operating system, against the limit."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 
 def _child(path, **kw) -> tuple[dict, int]:
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps({"path": path, **kw})],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, json.dumps({"path": path, **kw})], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     with proc.stdout, proc.stderr:
         out = proc.stdout.read()
         err = proc.stderr.read()

@@ -1,6 +1,7 @@
 """Outputs that must not destroy anything: an input in the output directory under an
 output's name, a --tmp-dir where nothing can be created, a full spill disk, and a previous
 run's kept file of the other --format."""
+
 import errno
 import json
 import math
@@ -9,20 +10,18 @@ import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+from nd_helpers import write_jsonl as _write_jsonl
 
 import neardup
 from neardup.cli import main
 from neardup.cli.exits import EXIT_OUTPUT, EXIT_USAGE
-from neardup.errors import InvalidParameterError
-from neardup.errors import OutputError
-from neardup.stages import candidates
 from neardup.engines.local.store import RowStore
-from pathlib import Path
-
-from nd_helpers import write_jsonl as _write_jsonl
+from neardup.errors import InvalidParameterError, OutputError
+from neardup.stages import candidates
 
 
 def write_jsonl(path, rows) -> Path:
@@ -35,6 +34,7 @@ def _lines(path) -> int:
 
 
 # ---- 1. an input is one of the outputs ------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["kept.jsonl", "pairs.jsonl", "clusters.jsonl", "report.json"])
 def test_input_named_as_an_output_is_refused_and_left_intact(tmp_path, rain, name):
@@ -93,6 +93,7 @@ def test_cli_refuses_the_clash_with_one_line(tmp_path, rain, capsys):
 
 # ---- 4. --tmp-dir where nothing can be created ---------------------------------------------
 
+
 def _uncreatable_dir() -> str:
     if os.path.isdir("/proc"):
         try:
@@ -113,6 +114,7 @@ def test_tmp_dir_where_nothing_can_be_created(tmp_path, rain_file, capsys):
 
 
 # ---- 3. a full spill disk -------------------------------------------------------------------
+
 
 class _FullDisk:
     """A file object whose writes fail as a full disk's do."""
@@ -135,8 +137,12 @@ def test_rowstore_spill_on_a_full_disk_is_an_output_error(tmp_path, monkeypatch,
     import neardup.engines.local.store as store_mod
 
     real_open = builtins.open
-    monkeypatch.setattr(store_mod, "open", lambda p, m="r", *a, **k: _FullDisk(err) if "w" in m
-                        else real_open(p, m, *a, **k), raising=False)
+    monkeypatch.setattr(
+        store_mod,
+        "open",
+        lambda p, m="r", *a, **k: _FullDisk(err) if "w" in m else real_open(p, m, *a, **k),
+        raising=False,
+    )
     st = RowStore(4, np.uint32, 64, str(tmp_path), "signatures")
     with pytest.raises(OutputError) as ei:
         for _ in range(10):
@@ -160,8 +166,9 @@ def test_band_sort_on_a_full_disk_is_an_output_error(tmp_path, monkeypatch):
 def _mount_small_tmpfs(path) -> bool:
     path.mkdir()
     try:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(path)], capture_output=True,
-                           timeout=20)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(path)], capture_output=True, timeout=20
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return r.returncode == 0
@@ -173,12 +180,47 @@ def test_cli_full_spill_disk_says_one_line(tmp_path):
         pytest.skip("cannot mount a small tmpfs here (the monkeypatched tests cover the message)")
     try:
         corpus = tmp_path / "c.jsonl"
-        subprocess.run([sys.executable, "-m", "neardup.cli", "synth", "-o", str(corpus), "--originals", "40000",
-                        "--copies", "10000", "--words", "30"], check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "synth",
+                "-o",
+                str(corpus),
+                "--originals",
+                "40000",
+                "--copies",
+                "10000",
+                "--words",
+                "30",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         # a subprocess: the limit is the whole process's, and pytest's own memory is not the CLI's
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(tmp_path / "o"),
-                            "-q", "--tmp-dir", str(small), "--memory-limit", "110M", "--verify", "estimate"],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "dedup",
+                str(corpus),
+                "-o",
+                str(tmp_path / "o"),
+                "-q",
+                "--tmp-dir",
+                str(small),
+                "--memory-limit",
+                "110M",
+                "--verify",
+                "estimate",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         if p.returncode == EXIT_USAGE and "too small" in p.stderr:
             pytest.skip(f"this interpreter needs more than the test's limit: {p.stderr}")
         assert p.returncode == EXIT_OUTPUT, p.stderr
@@ -192,6 +234,7 @@ def test_cli_full_spill_disk_says_one_line(tmp_path):
 
 
 # ---- 5. the other format's kept file of a previous run ---------------------------------------
+
 
 def test_rerun_in_the_other_format_removes_the_previous_kept_file(tmp_path, rain_file):
     out = tmp_path / "o"
@@ -231,6 +274,7 @@ def test_a_previous_kept_file_that_is_this_runs_input_is_kept(tmp_path, rain_fil
 
 # ---- 6. kept.parquet under --memory-limit ------------------------------------------------------
 
+
 def test_parquet_output_keeps_within_the_memory_limit(tmp_path, synth_200k):
     # pyarrow's first conversion (~50 MiB, once) and a block of 8,192 records were not counted:
     # --format parquet --memory-limit 150M peaked at 198 MiB, all in the write stage. Now a
@@ -239,9 +283,28 @@ def test_parquet_output_keeps_within_the_memory_limit(tmp_path, synth_200k):
     ran = 0
     for limit_mib in (150, 280):
         out = tmp_path / f"o{limit_mib}"
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(out), "-q",
-                            "--json", "--format", "parquet", "--memory-limit", f"{limit_mib}M",
-                            "--tmp-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "dedup",
+                str(corpus),
+                "-o",
+                str(out),
+                "-q",
+                "--json",
+                "--format",
+                "parquet",
+                "--memory-limit",
+                f"{limit_mib}M",
+                "--tmp-dir",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if p.returncode == EXIT_USAGE:
             assert "too small for this input" in p.stderr
             continue
@@ -253,6 +316,7 @@ def test_parquet_output_keeps_within_the_memory_limit(tmp_path, synth_200k):
 
 
 # ---- 6. spilled signatures read without leaving their pages resident -------------------------
+
 
 def test_rows_at_of_a_spilled_store_equals_indexing(tmp_path):
     rng = np.random.default_rng(3)
@@ -295,9 +359,28 @@ def test_estimate_run_keeps_within_the_memory_limit(tmp_path, synth_200k):
     corpus = synth_200k  # (tests/conftest.py: written once, shared with test_dedup_signals; only read)
 
     def run(mib: int):
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "-o", str(tmp_path / "o"),
-                            "-q", "--json", "--verify", "estimate", "--memory-limit", f"{mib}M",
-                            "--tmp-dir", str(tmp_path)], capture_output=True, text=True, timeout=600)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "dedup",
+                str(corpus),
+                "-o",
+                str(tmp_path / "o"),
+                "-q",
+                "--json",
+                "--verify",
+                "estimate",
+                "--memory-limit",
+                f"{mib}M",
+                "--tmp-dir",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if p.returncode == EXIT_USAGE:
             m = re.search(r"needs at least about ([\d.]+) MiB", p.stderr)
             assert m and "too small for this input" in p.stderr, p.stderr

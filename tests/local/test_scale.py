@@ -1,23 +1,23 @@
 """The large-corpus machinery of the batch job: compact document tables, rows spilled to a
 memory-mapped file, verification re-reading in planned passes under a memory limit. Every
 path must give exactly the answer of the unlimited in-memory run."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 import pytest
+from nd_helpers import read_jsonl
 
 import neardup
 from neardup import _core, synth
-from neardup.errors import InvalidParameterError
 from neardup.engines.local import memory
-from neardup.errors import MemoryLimitError
 from neardup.engines.local.memory import deep_size
-from neardup.stages.options import BatchSteps, parse_size
 from neardup.engines.local.reread import _held_peak, plan_passes
 from neardup.engines.local.store import RowStore
-from nd_helpers import read_jsonl
+from neardup.errors import InvalidParameterError, MemoryLimitError
+from neardup.stages.options import BatchSteps, parse_size
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +51,9 @@ def test_memory_limit_spills_and_gives_the_same_answer(corpus, tmp_path, account
     spill_dir.mkdir()
     # collect=False: the answer is read back from the files (a collected result's Python objects
     # would need more than 450K on their own: test_collected_results_count_against_the_limit)
-    tight = accounting_only(corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir),
-                          collect=False)
+    tight = accounting_only(
+        corpus, tmp_path / "tight", batch_size=16, memory_limit="450K", tmp_dir=str(spill_dir), collect=False
+    )
     tm = tight.report["memory"]
     assert tm["limit_bytes"] == 450 * 1024
     assert tm["rows_spilled_to_disk"] is True
@@ -111,9 +112,11 @@ def test_keeper_similarity_of_members_not_paired_with_their_keeper(tmp_path):
     c_words = b_words[:]
     for i in (80, 160):
         c_words[i] = "y" + c_words[i]
-    recs = [{"id": "a", "text": " ".join(base), "published_at": 1},
-            {"id": "b", "text": " ".join(b_words), "published_at": 2},
-            {"id": "c", "text": " ".join(c_words), "published_at": 3}]
+    recs = [
+        {"id": "a", "text": " ".join(base), "published_at": 1},
+        {"id": "b", "text": " ".join(b_words), "published_at": 2},
+        {"id": "c", "text": " ".join(c_words), "published_at": 3},
+    ]
     # J(a,b) = J(b,c) = 0.903, J(a,c) = 0.815: a-c fails the threshold but joins through b
     res = neardup.dedup(recs, threshold=0.85, bands=64, rows=2)
     assert len(res.pairs) == 2
@@ -181,8 +184,10 @@ def test_id_table_and_first_seen():
 
 
 def test_integer_ids_come_back_as_integers(tmp_path):
-    recs = [{"id": 7, "text": "the same story about the rain in the city today"},
-            {"id": "8", "text": "the same story about the rain in the city today"}]
+    recs = [
+        {"id": 7, "text": "the same story about the rain in the city today"},
+        {"id": "8", "text": "the same story about the rain in the city today"},
+    ]
     res = neardup.dedup(recs)
     assert res.clusters[0]["keeper"] == 7 and res.clusters[0]["members"][0]["id"] == "8"
     assert res.pairs[0]["a"] == 7 and res.kept == [7]

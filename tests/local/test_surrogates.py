@@ -1,6 +1,7 @@
 """A lone surrogate (JSON's "\\udc80") in a field other than the id, text and title: a bad
 record naming record and field (exit 3, or skipped and listed), not a writer's crash at the
 end of the run."""
+
 import json
 
 import pyarrow.parquet as pq
@@ -14,13 +15,16 @@ TEXT = "alpha beta gamma delta epsilon"
 GOOD = '{"id": "g", "text": "zeta eta theta iota kappa"}'
 
 
-@pytest.mark.parametrize("line,field,fmt", [
-    ('{"id": "a", "text": "%s", "source": "\\udc80"}' % TEXT, "source", "parquet"),
-    ('{"id": "a", "text": "%s", "extra": "\\udc80", "alternates": 5}' % TEXT, "extra", "jsonl"),
-    ('{"id": "a", "text": "%s", "tags": [1, {"k": "x\\ud800"}]}' % TEXT, "tags", "parquet"),
-    ('{"id": "a", "text": "%s", "k\\udc80": 1}' % TEXT, "k\udc80", "jsonl"),
-    ('{"id": "a", "text": "%s", "published_at": "2026-01-01\\udc80"}' % TEXT, "published_at", "jsonl"),
-])
+@pytest.mark.parametrize(
+    "line,field,fmt",
+    [
+        ('{"id": "a", "text": "%s", "source": "\\udc80"}' % TEXT, "source", "parquet"),
+        ('{"id": "a", "text": "%s", "extra": "\\udc80", "alternates": 5}' % TEXT, "extra", "jsonl"),
+        ('{"id": "a", "text": "%s", "tags": [1, {"k": "x\\ud800"}]}' % TEXT, "tags", "parquet"),
+        ('{"id": "a", "text": "%s", "k\\udc80": 1}' % TEXT, "k\udc80", "jsonl"),
+        ('{"id": "a", "text": "%s", "published_at": "2026-01-01\\udc80"}' % TEXT, "published_at", "jsonl"),
+    ],
+)
 def test_lone_surrogate_in_another_field_is_a_bad_record(tmp_path, capsys, line, field, fmt):
     p = tmp_path / "in.jsonl"
     p.write_text(GOOD + "\n" + line + "\n", encoding="utf-8")
@@ -33,8 +37,11 @@ def test_lone_surrogate_in_another_field_is_a_bad_record(tmp_path, capsys, line,
     [skipped] = report["skipped_records"]
     assert skipped["line"] == 2 and "lone surrogate" in skipped["reason"]
     assert skipped["field"] == field.encode("utf-8", "backslashreplace").decode()
-    kept = (pq.read_table(out / "kept.parquet").to_pylist() if fmt == "parquet"
-            else [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()])
+    kept = (
+        pq.read_table(out / "kept.parquet").to_pylist()
+        if fmt == "parquet"
+        else [json.loads(x) for x in (out / "kept.jsonl").read_text().splitlines()]
+    )
     assert [k["id"] for k in kept] == ["g"]
 
 
@@ -49,11 +56,24 @@ def test_python_records_with_a_lone_surrogate(tmp_path):
 
 def test_check_record_looks_at_every_field_at_any_depth():
     f, lim = Fields(), Limits()
-    ok = {"id": "a", "text": "über", "source": "Zeitung Süd", "n": 1, "x": None, "tags": ["ä", "b"],
-          "m": {"k": ["v", {"é": 2.5}]}, 3: "number as a name"}
+    ok = {
+        "id": "a",
+        "text": "über",
+        "source": "Zeitung Süd",
+        "n": 1,
+        "x": None,
+        "tags": ["ä", "b"],
+        "m": {"k": ["v", {"é": 2.5}]},
+        3: "number as a name",
+    }
     assert check_record(ok, f, lim, "p", 1).source == "Zeitung Süd"
-    for bad, field in [({"extra": "a\udc80"}, "extra"), ({"tags": ["a", "\ud800"]}, "tags"),
-                       ({"m": {"k": [{"\udfff": 1}]}}, "m"), ({"\udc80": 1}, "\udc80"), ({"t": ("\ud800",)}, "t")]:
+    for bad, field in [
+        ({"extra": "a\udc80"}, "extra"),
+        ({"tags": ["a", "\ud800"]}, "tags"),
+        ({"m": {"k": [{"\udfff": 1}]}}, "m"),
+        ({"\udc80": 1}, "\udc80"),
+        ({"t": ("\ud800",)}, "t"),
+    ]:
         with pytest.raises(RecordError, match="not valid Unicode") as got:
             check_record({"id": "a", "text": "words", **bad}, f, lim, "p", 7)
         assert got.value.field == field and got.value.line == 7

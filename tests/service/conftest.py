@@ -1,8 +1,8 @@
 import pytest
+from srv_helpers import Server
 
 from neardup.demo import records as demo_records
 from neardup.index import Index
-from srv_helpers import Server
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """The real-server helper of the service tests: `neardup serve` on 127.0.0.1 in a subprocess.
 (A module of its own, not conftest.py: tests/index has a conftest.py too, and a test importing
 ``from conftest import ...`` got whichever of the two pytest had imported first.)"""
+
 import signal
 import socket
 import subprocess
@@ -20,9 +21,23 @@ class Server:
     def __init__(self, directory, *extra, preexec_fn=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "neardup.cli", "serve", str(directory), "--host",
-                                      "127.0.0.1", "--port", str(self.port), *extra],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "serve",
+                str(directory),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=preexec_fn,
+        )
         deadline = time.time() + 30
         while True:
             if self.proc.poll() is not None:
@@ -58,8 +73,12 @@ class Server:
     def shutdown_with_a_body_pending(self) -> float:
         """Seconds from SIGTERM to the exit while one request's body never comes (it holds
         the shutdown until the graceful timeout)."""
-        socks = partial_requests(self.port, 1, b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                 b"application/json\r\nContent-Length: 1000\r\n\r\n{\"id\":")
+        socks = partial_requests(
+            self.port,
+            1,
+            b"POST /v1/documents HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            b'application/json\r\nContent-Length: 1000\r\n\r\n{"id":',
+        )
         try:
             time.sleep(0.5)
             t0 = time.time()

@@ -1,13 +1,13 @@
 """--sync full in the service: an index opened sync="group" commits without waiting for the WAL's
 fsync, and each answer waits for Index.make_durable (writer.Acks), done in a thread of its own
 for every group committed since the last one."""
+
 import os
 import sqlite3
 import threading
 
 from neardup.index import Index
-from neardup.service.writer import FIELDS
-from neardup.service.writer import GroupWriter
+from neardup.service.writer import FIELDS, GroupWriter
 
 
 def test_answers_wait_for_the_wal_fsync_and_the_writer_goes_on(index_dir, rain):
@@ -50,6 +50,7 @@ def test_answers_wait_for_the_wal_fsync_and_the_writer_goes_on(index_dir, rain):
 
 def test_a_failed_fsync_is_reported_to_the_requests_it_covered(index_dir, rain):
     with Index.open(index_dir, sync="group") as ix:
+
         def broken():
             raise OSError(5, "Input/output error")
 

@@ -1,7 +1,7 @@
 """The HTTP API in-process (FastAPI TestClient): verdicts, reads, deletes, and every bad input."""
+
 import threading
 import time
-
 
 
 def test_post_one_and_a_batch(client, rain):
@@ -85,8 +85,13 @@ def test_bad_input_gets_4xx_json(client, rain):
     # a batch with one bad or duplicate document is refused whole
     e = _error(post(json={"documents": [rain[1], {"id": "y", "text": "  "}]}), 422, "invalid_request")
     assert e["message"].startswith("body.documents.1.text")
-    e = _error(post(content=b'{"documents": [{"id": "ok", "text": "fine words"}, {"id": "s", "text": "bad \\ud800"}]}',
-                    headers={"content-type": "application/json"}), 422)
+    e = _error(
+        post(
+            content=b'{"documents": [{"id": "ok", "text": "fine words"}, {"id": "s", "text": "bad \\ud800"}]}',
+            headers={"content-type": "application/json"},
+        ),
+        422,
+    )
     if e["code"] == "bad_document":
         assert e["details"]["index"] == 1
     _error(post(json={"documents": [rain[1], rain[2], rain[0]]}), 409)
@@ -101,11 +106,23 @@ def test_bad_input_gets_4xx_json(client, rain):
         e = _error(post(json={"id": "t", "text": "some words here", "published_at": bad}), 422)
         assert e["message"].startswith("body: published_at") or "published_at" in e["message"], e
     e = _error(post(json={"id": "t", "text": "some words here", "published_at": "yesterday"}), 422, "bad_document")
-    assert e["details"] == {"index": 0, "field": "published_at",
-                            "reason": "cannot parse 'yesterday' as a time (use ISO 8601, RFC 2822 or epoch seconds)"}
-    e = _error(post(json={"documents": [{"id": "t1", "text": "fine words"},
-                                        {"id": "t2", "text": "more words", "published_at": "9999-12-31T23:59:59-05:00"}]}),
-               422, "bad_document")
+    assert e["details"] == {
+        "index": 0,
+        "field": "published_at",
+        "reason": "cannot parse 'yesterday' as a time (use ISO 8601, RFC 2822 or epoch seconds)",
+    }
+    e = _error(
+        post(
+            json={
+                "documents": [
+                    {"id": "t1", "text": "fine words"},
+                    {"id": "t2", "text": "more words", "published_at": "9999-12-31T23:59:59-05:00"},
+                ]
+            }
+        ),
+        422,
+        "bad_document",
+    )
     assert e["message"].startswith("documents[1]: published_at:") and e["details"]["index"] == 1
     # a blank text or id is said in words, not as the regular expression that checks it
     e = _error(post(json={"id": "x", "text": " \t "}), 422, "invalid_request")
@@ -117,22 +134,34 @@ def test_bad_input_gets_4xx_json(client, rain):
     # a lone surrogate anywhere in an article (JSON allows it, UTF-8 does not) is that article's
     # error, naming the field; a field's name that holds one is answered escaped
     raw = lambda b: post(content=b, headers={"content-type": "application/json"})  # noqa: E731
-    for body, field in [(b'{"id": "u", "text": "words", "source": "s\\ud800"}', "source"),
-                        (b'{"id": "u", "text": "words", "title": "t\\ud800"}', "title"),
-                        (b'{"id": "u", "text": "words", "fields": {"k": ["\\udfff"]}}', "k"),
-                        (b'{"id": "u", "text": "words", "fields": {"k\\ud800": 1}}', "k\\ud800")]:
+    for body, field in [
+        (b'{"id": "u", "text": "words", "source": "s\\ud800"}', "source"),
+        (b'{"id": "u", "text": "words", "title": "t\\ud800"}', "title"),
+        (b'{"id": "u", "text": "words", "fields": {"k": ["\\udfff"]}}', "k"),
+        (b'{"id": "u", "text": "words", "fields": {"k\\ud800": 1}}', "k\\ud800"),
+    ]:
         e = _error(raw(body), 422, "bad_document")
         assert e["details"]["field"] == field and "lone surrogate" in e["details"]["reason"], e
     assert client.get("/v1/stats").json()["documents"] == 1
     # lone surrogate in JSON text
-    e = _error(post(content=b'{"id": "s", "text": "bad \\ud800 text"}', headers={"content-type": "application/json"}), 422)
+    e = _error(
+        post(content=b'{"id": "s", "text": "bad \\ud800 text"}', headers={"content-type": "application/json"}), 422
+    )
 
 
 def test_reads_are_served_during_a_batch_add(client):
     import ix_corpus
 
-    docs = [{"id": d["id"], "text": d["text"], "published_at": d["published_at"], "source": d["source"],
-             "fields": {"truth": d["truth"]}} for d in ix_corpus.synth(originals=300, copies=100, bridges=0, words=300, seed=3)]
+    docs = [
+        {
+            "id": d["id"],
+            "text": d["text"],
+            "published_at": d["published_at"],
+            "source": d["source"],
+            "fields": {"truth": d["truth"]},
+        }
+        for d in ix_corpus.synth(originals=300, copies=100, bridges=0, words=300, seed=3)
+    ]
     out = {}
 
     def big():

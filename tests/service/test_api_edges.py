@@ -1,6 +1,7 @@
 """The HTTP API at its edges (found by trying it as a demanding client would): what `fields`
 may hold, ids a URL must carry, query parameters that would have inserted for real, bodies
 FastAPI could not read, errors said in the client's terms, HEAD, emptied stories."""
+
 import gzip
 
 import pytest
@@ -19,8 +20,10 @@ def _bad(r, field, index=0):
 def test_fields_must_not_name_the_articles_own_fields(client, name):
     # fields.source was taken as the source, fields.published_at escaped the time check, an id
     # or a text there was dropped without a word
-    r = client.post("/v1/documents", json={"documents": [{"id": "a", "text": TEXT},
-                                                        {"id": "b", "text": TEXT, "fields": {name: "agency"}}]})
+    r = client.post(
+        "/v1/documents",
+        json={"documents": [{"id": "a", "text": TEXT}, {"id": "b", "text": TEXT, "fields": {name: "agency"}}]},
+    )
     e = _bad(r, f"fields.{name}", index=1)
     assert "give it at the top level" in e["message"]
     assert client.get("/v1/stats").json()["documents"] == 0  # the batch: all or nothing
@@ -37,8 +40,9 @@ def test_fields_nested_at_most_64_levels(client):
     assert ok.status_code == 200, ok.text
     assert client.get("/v1/documents/ok").json()["fields"]["x"] == nest(63)  # readable back
     for depth in (65, 500):  # 500: was stored (then every GET failed), or a 500 on its way to the writer
-        e = _bad(client.post("/v1/documents", json={"id": f"d{depth}", "text": TEXT, "fields": {"x": nest(depth)}}),
-                 "fields")
+        e = _bad(
+            client.post("/v1/documents", json={"id": f"d{depth}", "text": TEXT, "fields": {"x": nest(depth)}}), "fields"
+        )
         assert "nested deeper than 64 levels" in e["message"]
     deep = b'{"id": "deep", "text": "t", "fields": {"a": ' + b"[" * 3000 + b"]" * 3000 + b"}}"
     r = client.post("/v1/documents", content=deep, headers={"content-type": "application/json"})
@@ -63,8 +67,9 @@ def test_an_id_too_long_for_a_url_is_refused(client):
     assert client.post("/v1/documents", json={"id": "é" * 2048, "text": TEXT}).status_code == 200
 
 
-@pytest.mark.parametrize("query", ["dry-run=true", "dryrun=true", "DRY_RUN=true", "dry_run=true&dry_run=false",
-                                   "dry_run=true&x=1"])
+@pytest.mark.parametrize(
+    "query", ["dry-run=true", "dryrun=true", "DRY_RUN=true", "dry_run=true&dry_run=false", "dry_run=true&x=1"]
+)
 def test_a_query_that_is_not_one_dry_run_inserts_nothing(client, query):
     r = client.post(f"/v1/documents?{query}", json={"id": "q", "text": TEXT})
     assert r.status_code == 422 and r.json()["error"]["code"] == "invalid_request"
@@ -75,24 +80,35 @@ def test_bodies_that_cannot_be_read_say_why(client):
     doc = b'{"id": "a", "text": "some words of a story"}'
     r = client.post("/v1/documents", content=doc, headers={"content-type": "application/x-www-form-urlencoded"})
     assert r.status_code == 415 and "Content-Type: application/json" in r.json()["error"]["message"]
-    r = client.post("/v1/documents", content=gzip.compress(doc),
-                    headers={"content-type": "application/json", "content-encoding": "gzip"})
+    r = client.post(
+        "/v1/documents",
+        content=gzip.compress(doc),
+        headers={"content-type": "application/json", "content-encoding": "gzip"},
+    )
     assert r.status_code == 415 and "Content-Encoding 'gzip' is not supported" in r.json()["error"]["message"]
-    r = client.post("/v1/documents", content=b'{"id": "a", "text": "caf\xe9"}', headers={"content-type": "application/json"})
+    r = client.post(
+        "/v1/documents", content=b'{"id": "a", "text": "caf\xe9"}', headers={"content-type": "application/json"}
+    )
     assert r.status_code == 400 and r.json()["error"] == {
-        "status": 400, "code": "invalid_json", "message": "the body is not UTF-8 text (byte 0xe9 at offset 24)",
-        "details": None}
+        "status": 400,
+        "code": "invalid_json",
+        "message": "the body is not UTF-8 text (byte 0xe9 at offset 24)",
+        "details": None,
+    }
     r = client.post("/v1/documents", content=b"", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "the body is empty" in r.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("encoding,first", [("utf-16", 0xff), ("utf-32", 0xff), ("utf-16-be", 0x00)])
+@pytest.mark.parametrize("encoding,first", [("utf-16", 0xFF), ("utf-32", 0xFF), ("utf-16-be", 0x00)])
 def test_a_body_in_utf16_or_utf32_is_refused_naming_its_byte(client, encoding, first):
     """JSON over HTTP is UTF-8 (RFC 8259): json.loads, FastAPI's parser, took UTF-16 and UTF-32
     with a byte-order mark and the article was added; FF FE before UTF-8 text was "Expecting
     value", its byte unnamed."""
     doc = '{"id": "u", "text": "some words of a story"}'
-    for body, at in ((doc.encode(encoding), f"byte 0x{first:02x} at offset 0"), (b"\xff\xfe" + doc.encode(), "byte 0xff at offset 0")):
+    for body, at in (
+        (doc.encode(encoding), f"byte 0x{first:02x} at offset 0"),
+        (b"\xff\xfe" + doc.encode(), "byte 0xff at offset 0"),
+    ):
         r = client.post("/v1/documents", content=body, headers={"content-type": "application/json"})
         assert r.status_code == 400, r.text
         err = r.json()["error"]
@@ -100,9 +116,14 @@ def test_a_body_in_utf16_or_utf32_is_refused_naming_its_byte(client, encoding, f
     assert client.get("/v1/stats").json()["documents"] == 0
 
 
-@pytest.mark.parametrize("url,takes", [("/v1/documents/a?x=1", "it takes none"),
-                                       ("/v1/clusters?limt=3", "it takes limit, snippets"),
-                                       ("/v1/clusters/1?text=true", "it takes texts")])
+@pytest.mark.parametrize(
+    "url,takes",
+    [
+        ("/v1/documents/a?x=1", "it takes none"),
+        ("/v1/clusters?limt=3", "it takes limit, snippets"),
+        ("/v1/clusters/1?text=true", "it takes texts"),
+    ],
+)
 def test_a_get_with_a_query_parameter_it_does_not_take_says_so(client, url, takes):
     """A misspelt parameter (?text=true for texts) was ignored: the client got no texts and no
     word of why. POST refused one already; GET and DELETE now do too."""
@@ -111,24 +132,31 @@ def test_a_get_with_a_query_parameter_it_does_not_take_says_so(client, url, take
     assert r.status_code == 422, r.text
     err = r.json()["error"]
     assert err["code"] == "invalid_request" and takes in err["message"]
-    assert err["details"] == [{"where": f"query.{url.split('?')[1].split('=')[0]}", "problem": "unknown query parameter"}]
+    assert err["details"] == [
+        {"where": f"query.{url.split('?')[1].split('=')[0]}", "problem": "unknown query parameter"}
+    ]
     r = client.delete("/v1/documents/a?force=1")
     assert r.status_code == 422 and client.get("/v1/documents/a").status_code == 200  # not removed
 
 
 def test_errors_name_the_field_not_the_models_insides(client):
     e = client.post("/v1/documents", json={"documents": [{"id": "a", "text": TEXT}, {"id": [1], "text": TEXT}]}).json()
-    assert e["error"]["details"] == [{"where": "body.documents.1.id",
-                                      "problem": "must be a string (not empty or only white space) or an integer"}]
+    assert e["error"]["details"] == [
+        {"where": "body.documents.1.id", "problem": "must be a string (not empty or only white space) or an integer"}
+    ]
     e = client.post("/v1/documents", json={"id": "a", "text": TEXT, "published_at": True}).json()
     assert [d["where"] for d in e["error"]["details"]] == ["body.published_at"]
     e = client.post("/v1/documents", json={"id": "  ", "text": TEXT}).json()
     assert e["error"]["details"] == [{"where": "body.id", "problem": "must not be empty or only white space"}]
 
 
-@pytest.mark.parametrize("body,field,index", [
-    (b'{"id": "a", "text": "x \\ud800 y"}', "text", 0),
-    (b'{"documents": [{"id": "b", "text": "ok"}, {"id": "a\\udfff", "text": "x"}]}', "id", 1)])
+@pytest.mark.parametrize(
+    "body,field,index",
+    [
+        (b'{"id": "a", "text": "x \\ud800 y"}', "text", 0),
+        (b'{"documents": [{"id": "b", "text": "ok"}, {"id": "a\\udfff", "text": "x"}]}', "id", 1),
+    ],
+)
 def test_a_lone_surrogate_in_the_text_or_the_id_is_a_bad_document(client, body, field, index):
     # as one in the title, the source or the fields was (docs/service.md)
     e = _bad(client.post("/v1/documents", content=body, headers={"content-type": "application/json"}), field, index)
@@ -152,8 +180,9 @@ def test_reads_answer_as_the_post_did(client):
 def test_cluster_numbers_are_digits_and_an_emptied_story_is_gone(client):
     for bad in ("1_0", "+1", "1.0", "-1"):
         assert client.get(f"/v1/clusters/{bad}").status_code == 422
-    cl = client.post("/v1/documents", json={"documents": [{"id": "a", "text": TEXT}, {"id": "b", "text": TEXT}]}
-                     ).json()["results"][0]["cluster"]
+    cl = client.post(
+        "/v1/documents", json={"documents": [{"id": "a", "text": TEXT}, {"id": "b", "text": TEXT}]}
+    ).json()["results"][0]["cluster"]
     assert client.get(f"/v1/clusters/{cl}").json()["size"] == 2
     client.delete("/v1/documents/a")
     client.delete("/v1/documents/b")
@@ -173,12 +202,20 @@ def test_head_wherever_get(client):
 @pytest.mark.parametrize("query", ["", "?dry_run=true"])
 def test_a_content_encoding_is_refused_whatever_the_body(client, enc, query):
     """The header was ignored when the body happened to be plain JSON: inserted, 200."""
-    for body in (b'{"id": "a", "text": "some words of a story"}',
-                 b'{"documents": [{"id": "b", "text": "some words of a story"}]}'):
-        r = client.post(f"/v1/documents{query}", content=body,
-                        headers={"content-type": "application/json; charset=utf-8", "content-encoding": enc})
+    for body in (
+        b'{"id": "a", "text": "some words of a story"}',
+        b'{"documents": [{"id": "b", "text": "some words of a story"}]}',
+    ):
+        r = client.post(
+            f"/v1/documents{query}",
+            content=body,
+            headers={"content-type": "application/json; charset=utf-8", "content-encoding": enc},
+        )
         assert r.status_code == 415 and f"Content-Encoding {enc!r} is not supported" in r.json()["error"]["message"]
     assert client.get("/v1/stats").json()["documents"] == 0
-    r = client.post("/v1/documents", content=b'{"id": "c", "text": "some words"}',
-                    headers={"content-type": "application/json", "content-encoding": "identity"})
+    r = client.post(
+        "/v1/documents",
+        content=b'{"id": "c", "text": "some words"}',
+        headers={"content-type": "application/json", "content-encoding": "identity"},
+    )
     assert r.status_code == 200

@@ -3,19 +3,22 @@ the writer lock for its whole life, and the backup needs none. Articles are post
 deleted) the whole time; each copy opens on its own, passes the check, holds only articles
 posted by the time the backup ended, and every one acknowledged before it began (unless
 deleted since)."""
+
 import subprocess
 import sys
 import threading
 
 import httpx
+from srv_helpers import Server
 
 from neardup.index import Index
-from srv_helpers import Server
 
 
 def _articles(n: int) -> list[dict]:
-    return [{"id": f"live-{i:04d}", "text": f"story {i} " + " ".join(f"w{(i * 7919 + j * 31) % 9973}" for j in range(60))}
-            for i in range(n)]
+    return [
+        {"id": f"live-{i:04d}", "text": f"story {i} " + " ".join(f"w{(i * 7919 + j * 31) % 9973}" for j in range(60))}
+        for i in range(n)
+    ]
 
 
 def test_a_backup_of_an_index_the_service_is_writing(index_dir, tmp_path):
@@ -54,8 +57,12 @@ def test_a_backup_of_an_index_the_service_is_writing(index_dir, tmp_path):
         while t.is_alive() and len(copies) < 6 or len(copies) < 2:
             dest = tmp_path / f"copy{len(copies)}"
             before = set(acked)
-            r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "backup", str(index_dir), str(dest)],
-                               capture_output=True, text=True, timeout=300)
+            r = subprocess.run(
+                [sys.executable, "-m", "neardup.cli", "index", "backup", str(index_dir), str(dest)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert r.returncode == 0, r.stderr
             assert "backed up:" in r.stdout and "checked" in r.stdout
             copies.append((dest, before, set(sent), set(deleting)))

@@ -1,5 +1,6 @@
 """The web page in a real headless Chromium (Debian's `chromium`, driven by Playwright with
 `executable_path`; no browser download), against a real `neardup serve`."""
+
 import os
 import shutil
 
@@ -17,8 +18,9 @@ def test_page_shows_clusters_side_by_side(server, rain):
     with httpx.Client(base_url=server.url, timeout=30) as c:
         assert c.post("/v1/documents", json={"documents": rain}).status_code == 200
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         try:
             page = browser.new_page()
             errors = []
@@ -65,8 +67,9 @@ def test_page_shows_clusters_side_by_side(server, rain):
 
 
 def _browser(p):
-    return p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+    return p.chromium.launch(
+        executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+    )
 
 
 def _open_first_story(page, url):
@@ -78,11 +81,11 @@ def _open_first_story(page, url):
 
 def _shared_runs(text: str, other: str, k: int) -> list[str]:
     """The runs of `text` covered by a k-character shingle of `other` (lower-case ASCII)."""
-    grams = {other[i:i + k] for i in range(len(other) - k + 1)}
+    grams = {other[i : i + k] for i in range(len(other) - k + 1)}
     mark = [False] * len(text)
     for i in range(len(text) - k + 1):
-        if text[i:i + k] in grams:
-            mark[i:i + k] = [True] * k
+        if text[i : i + k] in grams:
+            mark[i : i + k] = [True] * k
     runs, cur = [], ""
     for c, m in zip(text, mark):
         if m:
@@ -93,8 +96,10 @@ def _shared_runs(text: str, other: str, k: int) -> list[str]:
     return runs + ([cur] if cur else [])
 
 
-STORY = ("officials said heavy rain is likely across the northern districts tonight with flooding "
-         "expected near the river and schools closed on monday as crews clear the roads")
+STORY = (
+    "officials said heavy rain is likely across the northern districts tonight with flooding "
+    "expected near the river and schools closed on monday as crews clear the roads"
+)
 
 
 @pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"), reason="Debian's chromium is not installed")
@@ -103,9 +108,9 @@ def test_page_highlights_as_the_index_compares_and_keeps_big_ids_exact(tmp_path)
     index, NFKC) had nothing highlighted; an index of character shingles had nothing
     highlighted (the page assumed 5 words); integer ids past 2^53 were shown rounded."""
     from playwright.sync_api import sync_playwright
+    from srv_helpers import Server
 
     from neardup.index import Index
-    from srv_helpers import Server
 
     assert CHROMIUM, "CI must install Debian's chromium (apt-get install chromium)"
     width = "".join(chr(ord(c) + 0xFEE0) if "a" <= c <= "z" else c for c in STORY.upper())  # Ａ..Ｚ
@@ -119,9 +124,15 @@ def test_page_highlights_as_the_index_compares_and_keeps_big_ids_exact(tmp_path)
             s = Server(words_ix)
             try:
                 with httpx.Client(base_url=s.url, timeout=30) as c:
-                    r = c.post("/v1/documents", json={"documents": [
-                        {"id": big, "text": STORY, "title": "Rain <b>likely</b>"},
-                        {"id": bigger, "text": width}]})
+                    r = c.post(
+                        "/v1/documents",
+                        json={
+                            "documents": [
+                                {"id": big, "text": STORY, "title": "Rain <b>likely</b>"},
+                                {"id": bigger, "text": width},
+                            ]
+                        },
+                    )
                     assert r.status_code == 200 and r.json()["results"][1]["match"] == "exact"
                 page = browser.new_page()
                 errors = []
@@ -141,15 +152,22 @@ def test_page_highlights_as_the_index_compares_and_keeps_big_ids_exact(tmp_path)
             s = Server(chars_ix)
             try:
                 with httpx.Client(base_url=s.url, timeout=30) as c:
-                    r = c.post("/v1/documents", json={"documents": [
-                        {"id": "a", "text": "internationalization organization"},
-                        {"id": "b", "text": "internationalizations organizational"}]})
+                    r = c.post(
+                        "/v1/documents",
+                        json={
+                            "documents": [
+                                {"id": "a", "text": "internationalization organization"},
+                                {"id": "b", "text": "internationalizations organizational"},
+                            ]
+                        },
+                    )
                     assert r.json()["results"][1]["status"] == "duplicate"
                 page = browser.new_page()
                 _open_first_story(page, s.url)
                 marked = page.locator('.member[data-id="b"] mark.shared').all_inner_texts()
-                assert marked == _shared_runs("internationalizations organizational",
-                                              "internationalization organization", 4)
+                assert marked == _shared_runs(
+                    "internationalizations organizational", "internationalization organization", 4
+                )
                 assert marked == ["internationalization", " organizational"]  # (the "s" is in no shared 4-gram)
             finally:
                 s.stop()
@@ -183,8 +201,10 @@ def test_page_keyboard_back_and_reload(server, rain):
             assert page.url.startswith(server.url)  # still the page
             # a story with copies added while the list was shown appears after the next visit
             with httpx.Client(base_url=server.url, timeout=30) as c:
-                c.post("/v1/documents", json={"documents": [{"id": "n1", "text": STORY},
-                                                           {"id": "n2", "text": STORY + " today"}]})
+                c.post(
+                    "/v1/documents",
+                    json={"documents": [{"id": "n1", "text": STORY}, {"id": "n2", "text": STORY + " today"}]},
+                )
             page.keyboard.press("Enter")
             page.wait_for_selector(".member.keeper")
             page.click("#back")
@@ -192,8 +212,10 @@ def test_page_keyboard_back_and_reload(server, rain):
             # a long id with no spaces wraps inside its card on a narrow screen
             with httpx.Client(base_url=server.url, timeout=30) as c:
                 other = "the council voted on tuesday to reopen the old market hall after three years of repairs"
-                c.post("/v1/documents", json={"documents": [{"id": "L" * 400, "text": other},
-                                                           {"id": "M" * 400, "text": other + " today"}]})
+                c.post(
+                    "/v1/documents",
+                    json={"documents": [{"id": "L" * 400, "text": other}, {"id": "M" * 400, "text": other + " today"}]},
+                )
             page.reload()
             page.wait_for_function("document.querySelectorAll('.card').length === 3")
             assert page.evaluate("document.documentElement.scrollWidth") <= 360

@@ -1,11 +1,11 @@
 """The service's WAL checkpoints run in a thread of their own, not in a request's commit."""
+
 import hashlib
 import os
 import time
 
 from neardup.index import Index
-from neardup.service.writer import FIELDS
-from neardup.service.writer import GroupWriter
+from neardup.service.writer import FIELDS, GroupWriter
 
 
 def _digest(path) -> str:
@@ -54,7 +54,8 @@ def test_the_checkpoint_thread_fsyncs_the_text_log_for_pending_texts(index_dir, 
             w.add([rain[1]], timeout=30)
             left = [r[0] for r in con.execute("SELECT doc FROM pending_texts")]
             assert len(left) <= 1 and rain[0]["id"] not in [
-                r[0] for r in con.execute("SELECT id FROM documents WHERE doc IN (SELECT doc FROM pending_texts)")]
+                r[0] for r in con.execute("SELECT id FROM documents WHERE doc IN (SELECT doc FROM pending_texts)")
+            ]
         finally:
             w.close()
 

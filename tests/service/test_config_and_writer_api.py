@@ -2,6 +2,7 @@
 ``serve --max-chars`` end to end (the writer thread's and the writer process's checks, adds
 and dry runs), and the public writer API of Index that the service writes through
 (index/core.py: take_writer, write_lock, writing, wal_autocheckpoint, check_records)."""
+
 import dataclasses
 import threading
 
@@ -19,14 +20,25 @@ from neardup.service.writer import FIELDS, GroupWriter
 
 def test_the_config_has_the_command_line_defaults_and_is_frozen():
     c = ServiceConfig()
-    assert (c.host, c.port, c.max_body, c.max_batch, c.max_chars) == ("127.0.0.1", 8000, 10_000_000, 10_000,
-                                                                      DEFAULT_MAX_CHARS)
+    assert (c.host, c.port, c.max_body, c.max_batch, c.max_chars) == (
+        "127.0.0.1",
+        8000,
+        10_000_000,
+        10_000,
+        DEFAULT_MAX_CHARS,
+    )
     assert DEFAULT_MAX_CHARS == 5_000_000
     assert (c.write_timeout, c.health_timeout, c.shutdown_timeout, c.max_open_files) == (60.0, 2.0, 10.0, 65536)
     with pytest.raises(dataclasses.FrozenInstanceError):
         c.port = 1
-    assert c.open_kw() == {"threads": None, "sync": "group", "background_fold": True, "l0_max": None,
-                           "l0_fold_at": None, "merge_max": None}
+    assert c.open_kw() == {
+        "threads": None,
+        "sync": "group",
+        "background_fold": True,
+        "l0_max": None,
+        "l0_fold_at": None,
+        "merge_max": None,
+    }
     assert ServiceConfig(sync="normal", fold="inline").open_kw()["sync"] == "normal"
 
 
@@ -35,8 +47,15 @@ def test_no_write_timeout_is_none(v):
     assert ServiceConfig(write_timeout=v).write_timeout is None
 
 
-@pytest.mark.parametrize("kw,match", [({"fold": "later"}, "fold must be"), ({"writer": "fork"}, "writer must be"),
-                                      ({"max_chars": 0}, "--max-chars"), ({"max_chars": 1.5}, "--max-chars")])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        ({"fold": "later"}, "fold must be"),
+        ({"writer": "fork"}, "writer must be"),
+        ({"max_chars": 0}, "--max-chars"),
+        ({"max_chars": 1.5}, "--max-chars"),
+    ],
+)
 def test_a_bad_field_is_refused_where_the_config_is_made(kw, match):
     with pytest.raises(InvalidParameterError, match=match):
         ServiceConfig(**kw)
@@ -79,7 +98,9 @@ def test_the_default_max_chars_is_the_index_add_one(index_dir):
 
 def test_check_records_checks_as_add_does(index_dir):
     with Index.open(index_dir) as ix:
-        docs, extras = ix.check_records([{"id": "a", "text": "some text", "published_at": 5}], FIELDS, DEFAULT_MAX_CHARS)
+        docs, extras = ix.check_records(
+            [{"id": "a", "text": "some text", "published_at": 5}], FIELDS, DEFAULT_MAX_CHARS
+        )
         assert [d.key for d in docs] == ["a"] and len(extras) == 1
         with pytest.raises(RecordError) as e:
             ix.check_records([{"id": "a", "text": "fine"}, {"id": "b", "text": "x" * 11}], FIELDS, 10)

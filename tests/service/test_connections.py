@@ -3,19 +3,17 @@ GRACEFUL_SHUTDOWN). uvicorn has no time limit on a request's headers or body: ea
 request holds a descriptor until the client closes it. The server raises its soft limit on open
 files (within the hard one), answers 503 past a number of connections derived from it, and
 cuts off what is still running 10 s into a shutdown (it waited 30 s)."""
+
 import resource
 import time
 
 import httpx
 import pytest
-
 from srv_helpers import Server, partial_requests, soft_fd_limit
 
 
 def _limits(soft, hard):
     return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
 
 
 @pytest.fixture

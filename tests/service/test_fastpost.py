@@ -4,6 +4,7 @@ leaves every request it is not sure about to FastAPI.
 Two apps on two indexes made the same way get the same requests in the same order: one as
 create_app builds it, one without the FastPost middleware (FastAPI alone). Their answers (status,
 every header, body bytes) must be equal, and the fast path's count says which requests it took."""
+
 import asyncio
 import json
 
@@ -48,8 +49,16 @@ def _same(pair, url, *, taken, content=None, json_=None, headers=None):
     """Send the request to both apps; their answers are equal, and the fast path took it or not."""
     fast, plain = pair
     before = _fast(fast.app).taken
-    rs = [c.post(url, content=content() if callable(content) else content, json=json_, headers=headers,
-                 follow_redirects=False) for c in pair]
+    rs = [
+        c.post(
+            url,
+            content=content() if callable(content) else content,
+            json=json_,
+            headers=headers,
+            follow_redirects=False,
+        )
+        for c in pair
+    ]
     assert rs[0].status_code == rs[1].status_code, (rs[0].text, rs[1].text)
     assert rs[0].headers.raw == rs[1].headers.raw
     assert rs[0].content == rs[1].content
@@ -70,31 +79,58 @@ def test_valid_requests_answered_the_same(pair, rain):
     assert r.status_code == 200
     # an integer id (and 600.0, the integer 600), every optional field
     _same(pair, "/v1/documents", json_={"id": 17, "text": "a story of its own about the harbour"}, taken=True)
-    r = _same(pair, "/v1/documents", content=b'{"id": 600.0, "text": "another story entirely, on trains"}',
-              headers=JSON, taken=True)
+    r = _same(
+        pair,
+        "/v1/documents",
+        content=b'{"id": 600.0, "text": "another story entirely, on trains"}',
+        headers=JSON,
+        taken=True,
+    )
     assert r.json()["results"][0]["id"] == 600
-    r = _same(pair, "/v1/documents", json_={
-        "id": "f-1", "text": "the budget session opens on monday with a vote on the new rail fares",
-        "title": "Budget", "source": "agency", "published_at": 1_780_000_000.5,
-        "fields": {"desk": "politics", "tags": ["budget", {"a": [1, 2.5, None, True]}]}},
-        taken=True)
+    r = _same(
+        pair,
+        "/v1/documents",
+        json_={
+            "id": "f-1",
+            "text": "the budget session opens on monday with a vote on the new rail fares",
+            "title": "Budget",
+            "source": "agency",
+            "published_at": 1_780_000_000.5,
+            "fields": {"desk": "politics", "tags": ["budget", {"a": [1, 2.5, None, True]}]},
+        },
+        taken=True,
+    )
     assert r.status_code == 200
-    _same(pair, "/v1/documents", json_={"id": "f-2", "text": "a wholly different report on cricket scores",
-                                         "published_at": 1_780_000_100}, taken=True)
+    _same(
+        pair,
+        "/v1/documents",
+        json_={"id": "f-2", "text": "a wholly different report on cricket scores", "published_at": 1_780_000_100},
+        taken=True,
+    )
     # a content type with parameters, any case
-    _same(pair, "/v1/documents?dry_run=true", json_=None, content=json.dumps(rain[2]).encode(),
-          headers={"content-type": "Application/JSON; charset=utf-8"}, taken=True)
+    _same(
+        pair,
+        "/v1/documents?dry_run=true",
+        json_=None,
+        content=json.dumps(rain[2]).encode(),
+        headers={"content-type": "Application/JSON; charset=utf-8"},
+        taken=True,
+    )
     # errors of valid requests: from the shared function, the same both ways
     r = _same(pair, "/v1/documents", json_=rain[0], taken=True)
     assert r.status_code == 409 and r.json()["error"]["code"] == "duplicate_id"
-    r = _same(pair, "/v1/documents", json_={"documents": [{"id": f"n{i}", "text": "w"} for i in range(501)]},
-              taken=True)
+    r = _same(
+        pair, "/v1/documents", json_={"documents": [{"id": f"n{i}", "text": "w"} for i in range(501)]}, taken=True
+    )
     assert r.status_code == 413 and r.json()["error"]["code"] == "batch_too_large"
-    r = _same(pair, "/v1/documents", json_={"documents": [{"id": "t", "text": "one text"},
-                                                           {"id": "t", "text": "two texts"}]}, taken=True)
+    r = _same(
+        pair,
+        "/v1/documents",
+        json_={"documents": [{"id": "t", "text": "one text"}, {"id": "t", "text": "two texts"}]},
+        taken=True,
+    )
     assert r.status_code == 409
-    r = _same(pair, "/v1/documents", content=b'{"id": "u", "text": "  bad \\u0000 words"}', headers=JSON,
-              taken=True)
+    r = _same(pair, "/v1/documents", content=b'{"id": "u", "text": "  bad \\u0000 words"}', headers=JSON, taken=True)
     added = 10 + (r.status_code == 200)
     stats = [c.get("/v1/stats").json()["documents"] for c in pair]
     assert stats[0] == stats[1] == added
@@ -103,7 +139,8 @@ def test_valid_requests_answered_the_same(pair, rain):
 def test_everything_else_is_left_to_fastapi(pair, rain):
     _same(pair, "/v1/documents", json_=rain[0], taken=True)
     post = lambda body, taken=False, url="/v1/documents", headers=JSON: _same(  # noqa: E731
-        pair, url, content=body, headers=headers, taken=taken)
+        pair, url, content=body, headers=headers, taken=taken
+    )
     assert post(b"{not json").json()["error"]["code"] == "invalid_json"
     assert post(b"").json()["error"]["code"] == "invalid_json"  # (empty: not "got null")
     assert post(b"null").status_code == 422
@@ -152,11 +189,16 @@ def test_unexpected_error_is_the_apps_500(pair, rain):
         c.app.state.writer.submit = boom
     r = _same(pair, "/v1/documents", json_=rain[0], taken=True)
     assert r.status_code == 500 and r.json()["error"] == {
-        "status": 500, "code": "internal_error", "message": "RuntimeError: boom", "details": None}
+        "status": 500,
+        "code": "internal_error",
+        "message": "RuntimeError: boom",
+        "details": None,
+    }
 
 
 def test_client_gone_before_the_body():
     """A disconnect while the body is read: nothing is sent, nothing is called."""
+
     async def app(scope, receive, send):
         raise AssertionError("not called")
 
@@ -173,7 +215,13 @@ def test_client_gone_before_the_body():
     async def send(m):
         sent.append(m)
 
-    scope = {"type": "http", "method": "POST", "path": "/v1/documents", "root_path": "", "query_string": b"",
-             "headers": [(b"content-type", b"application/json"), (b"content-length", b"30")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/documents",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", b"30")],
+    }
     asyncio.run(fp(scope, receive, send))
     assert sent == [] and fp.taken == 0

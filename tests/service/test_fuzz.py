@@ -3,6 +3,7 @@ every answer matches the schema (status codes, content types, bodies). A request
 allows is accepted, or refused for what a schema cannot say: an id already present (409), or an
 article the record check refuses (422 bad_document, naming the field: a publish time that is no
 time, a lone surrogate in a text or id; a removal's older_than that is no time)."""
+
 import atexit
 import shutil
 import tempfile
@@ -34,8 +35,11 @@ def test_api_from_schema(case):
 
 
 #: what the record check refuses in a schema-valid article, by field
-REFUSALS = {"published_at": ("as a time", "out of the range of times"), "text": ("lone surrogate",),
-            "id": ("lone surrogate",)}
+REFUSALS = {
+    "published_at": ("as a time", "out of the range of times"),
+    "text": ("lone surrogate",),
+    "id": ("lone surrogate",),
+}
 
 
 def _refused_article(case, response) -> bool:
@@ -44,9 +48,15 @@ def _refused_article(case, response) -> bool:
     say which strings those are)."""
     if case.method == "POST" and case.path == "/v1/removals" and response.status_code == 422:
         e = response.json()["error"]
-        return (e["code"] == "invalid_request" and [d["where"] for d in e.get("details") or []] == ["body.older_than"]
-                and ("use an age such as" in e["message"] or "out of the range" in e["message"]
-                     or "finite number" in e["message"]))
+        return (
+            e["code"] == "invalid_request"
+            and [d["where"] for d in e.get("details") or []] == ["body.older_than"]
+            and (
+                "use an age such as" in e["message"]
+                or "out of the range" in e["message"]
+                or "finite number" in e["message"]
+            )
+        )
     if case.method != "POST" or case.path != "/v1/documents" or response.status_code != 422:
         return False
     e = response.json()["error"]

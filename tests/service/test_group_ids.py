@@ -1,5 +1,6 @@
 """The group writer checks each request's ids once: per request, under its lock (a used id
 refuses that request only), and the add it then makes does not look them up again."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -7,8 +8,8 @@ from concurrent.futures import Future
 
 import pytest
 
-from neardup.index import Index, counters
 from neardup.errors import DuplicateIdError
+from neardup.index import Index, counters
 from neardup.service.writer import FIELDS, GroupWriter
 
 
@@ -50,9 +51,14 @@ def test_an_id_that_slips_past_the_check_refuses_the_whole_add(tmp_path, rain):
         ix.check()
 
 
-@pytest.mark.parametrize("bad", [{"id": "s", "text": "words", "source": "s\ud800"},
-                                 {"id": "s", "text": "words", "note": {"k": "\udfff"}},
-                                 {"id": "s\ud800", "text": "words"}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"id": "s", "text": "words", "source": "s\ud800"},
+        {"id": "s", "text": "words", "note": {"k": "\udfff"}},
+        {"id": "s\ud800", "text": "words"},
+    ],
+)
 def test_a_lone_surrogate_refuses_its_request_only(tmp_path, rain, bad):
     """A lone surrogate outside the text (a source, another field, the id) failed the group's
     transaction when SQLite encoded it: every request of the group answered 500. It is the

@@ -2,6 +2,7 @@
 a verdict gives its story's keeper and alternates as they were after its own request, never
 the articles of a later request of the same group (found by a tester: two copies of one story
 in one group, and the first was told the second was its keeper)."""
+
 from __future__ import annotations
 
 from concurrent.futures import Future
@@ -32,8 +33,10 @@ def _batches(ix: Index) -> int:
 def test_two_requests_joining_one_story_get_the_story_after_their_own(tmp_path):
     text = "storm floods the river valley as rain keeps falling on the hills all week long"
     # b, added later, is the keeper by the rule (an earlier time): a's verdict must not say so
-    reqs = [[{"id": "a", "text": text, "published_at": "2024-01-02T00:00:00Z"}],
-            [{"id": "b", "text": text + " today", "published_at": "2024-01-01T00:00:00Z"}]]
+    reqs = [
+        [{"id": "a", "text": text, "published_at": "2024-01-02T00:00:00Z"}],
+        [{"id": "b", "text": text + " today", "published_at": "2024-01-01T00:00:00Z"}],
+    ]
     with Index.create(tmp_path / "ix") as ix:
         gw = GroupWriter(ix, FIELDS)
         try:

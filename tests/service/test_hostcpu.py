@@ -1,5 +1,6 @@
 """service.host_cpu in GET /v1/stats: the machine's CPU time by kind from /proc/stat, seconds
 since boot (two reads subtract into a window's share of steal)."""
+
 from __future__ import annotations
 
 import os
@@ -13,12 +14,21 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def test_reads_the_cpu_line_in_seconds(tmp_path):
     p = tmp_path / "stat"
-    p.write_text(f"cpu  {TICKS * 10} 0 {TICKS * 4} {TICKS * 80} {TICKS} 0 0 {TICKS * 5} 0 0\n"
-                 "cpu0 1 2 3 4 5 6 7 8 0 0\n")
+    p.write_text(
+        f"cpu  {TICKS * 10} 0 {TICKS * 4} {TICKS * 80} {TICKS} 0 0 {TICKS * 5} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n"
+    )
     got = host_cpu(str(p))
     assert got["cores"] == os.cpu_count()
-    assert got["seconds"] == {"user": 10.0, "nice": 0.0, "system": 4.0, "idle": 80.0, "iowait": 1.0,
-                              "irq": 0.0, "softirq": 0.0, "steal": 5.0}
+    assert got["seconds"] == {
+        "user": 10.0,
+        "nice": 0.0,
+        "system": 4.0,
+        "idle": 80.0,
+        "iowait": 1.0,
+        "irq": 0.0,
+        "softirq": 0.0,
+        "steal": 5.0,
+    }
 
 
 @pytest.mark.parametrize("text", ["", "intr 1 2 3\n", "cpu 1 2 3\n", "cpu a b c d e f g h\n"])

@@ -3,6 +3,7 @@ and script in ids, sources, titles, texts and fields, right-to-left overrides, v
 astral characters, CRLF and tabs, awkward ids, a story of 55 articles, texts of 1 MB, a story
 whose keeper was removed and one merged into another. One real `neardup serve`, one headless
 Chromium (Debian's `chromium`, driven by Playwright with `executable_path`)."""
+
 import os
 import shutil
 import unicodedata
@@ -11,21 +12,34 @@ import httpx
 import pytest
 
 CHROMIUM = os.environ.get("NEARDUP_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
-                                reason="Debian's chromium is not installed")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"), reason="Debian's chromium is not installed"
+)
 
-A = ("officials said heavy rain is likely across the northern districts tonight with flooding "
-     "expected near the river and schools closed on monday as crews clear the roads")
-B = ("the council voted on tuesday to reopen the old market hall after three years of repairs "
-     "and a long dispute over the cost of the new roof")
-C = ("traders who left the hall during the works may return from june the mayor said adding that "
-     "rents would stay at the level agreed before the closure")
-D = ("the striking port workers and their employers will meet again on friday after talks broke down "
-     "late on wednesday over pay and the length of shifts at the container terminal")
-E = ("ships have been waiting outside the harbour for four days and exporters say the delays are already "
-     "costing them orders from buyers abroad who cannot wait much longer")
-F = ("the union said its members would return to work only if the company agreed to hire more staff "
-     "before the busy season starts in the autumn")
+A = (
+    "officials said heavy rain is likely across the northern districts tonight with flooding "
+    "expected near the river and schools closed on monday as crews clear the roads"
+)
+B = (
+    "the council voted on tuesday to reopen the old market hall after three years of repairs "
+    "and a long dispute over the cost of the new roof"
+)
+C = (
+    "traders who left the hall during the works may return from june the mayor said adding that "
+    "rents would stay at the level agreed before the closure"
+)
+D = (
+    "the striking port workers and their employers will meet again on friday after talks broke down "
+    "late on wednesday over pay and the length of shifts at the container terminal"
+)
+E = (
+    "ships have been waiting outside the harbour for four days and exporters say the delays are already "
+    "costing them orders from buyers abroad who cannot wait much longer"
+)
+F = (
+    "the union said its members would return to work only if the company agreed to hire more staff "
+    "before the busy season starts in the autumn"
+)
 # the shared body: astral characters (two UTF-16 units each), CRLF and a tab inside it
 BODY = A.replace("rain", "rain 😀", 1).replace("the northern", "the\r\n\tnorthern", 1) + " 𝄞 " + B + " " + C
 
@@ -44,14 +58,24 @@ BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2
 BIDI_IDS = [f"ab{c}cd{c}ef-{ord(c):x}" for c in BIDI_CONTROLS]
 BIDI_SOURCES = [f"src{c}(1){c}xy" for c in BIDI_CONTROLS]
 # invisible characters: "ab\u200bcd" and "abcd" looked the same; each shown as a box too
-INVISIBLE = "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+INVISIBLE = (
+    "\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\u3164\ufeff\uffa0"
+)
 INVISIBLE_IDS = [f"ab{c}cd-{ord(c):x}" for c in INVISIBLE]
-EMOJI_ID = "fam-\U0001F469\u200d\U0001F469\u200d\U0001F467-\u2764\ufe0f\u200d\U0001F525"  # joiners inside emoji sequences
-G = ("the museum will open a new wing next spring to show the paintings that were kept in storage for decades "
-     "while the roof of the east gallery was rebuilt")
+EMOJI_ID = (
+    "fam-\U0001f469\u200d\U0001f469\u200d\U0001f467-\u2764\ufe0f\u200d\U0001f525"  # joiners inside emoji sequences
+)
+G = (
+    "the museum will open a new wing next spring to show the paintings that were kept in storage for decades "
+    "while the roof of the east gallery was rebuilt"
+)
 # grapheme clusters of more than one code point, each to straddle the service's cut of a snippet
-CLUSTERS = {"flag": "\U0001F1EB\U0001F1F7", "accent": "e\u0301",
-            "zwj": "\U0001F469\u200d\U0001F469\u200d\U0001F467", "hangul": "\u1100\u1161\u11a8"}
+CLUSTERS = {
+    "flag": "\U0001f1eb\U0001f1f7",
+    "accent": "e\u0301",
+    "zwj": "\U0001f469\u200d\U0001f469\u200d\U0001f467",
+    "hangul": "\u1100\u1161\u11a8",
+}
 
 FIND = """([ident, sel]) => {  // the member whose data-id is `ident` (no CSS escaping of it needed)
   const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
@@ -69,9 +93,9 @@ def _post(c, docs):
 def site(tmp_path_factory):
     """(server, browser, stories): the articles posted, one browser for the module."""
     from playwright.sync_api import sync_playwright
+    from srv_helpers import Server
 
     from neardup.index import Index
-    from srv_helpers import Server
 
     assert CHROMIUM, "CI must install Debian's chromium (apt-get install chromium)"
     ix = tmp_path_factory.mktemp("hostile") / "ix"
@@ -80,55 +104,95 @@ def site(tmp_path_factory):
     stories = {}
     try:
         with httpx.Client(base_url=s.url, timeout=120) as c:
-            r = _post(c, [
-                {"id": HOSTILE_ID, "text": KEEPER_TEXT, "title": HOSTILE_TITLE, "source": HOSTILE_SOURCE, "published_at": 1,
-                 "fields": {"url": f"javascript:{PWN}=8", "html": f"<img src=x onerror={PWN}=9>"}},
-                {"id": COPY_ID, "text": COPY_TEXT, "title": "", "source": RLO_SOURCE, "published_at": 2},
-                {"id": RLO_ID, "text": BODY + " " + LONG, "source": "שָׁלוֹם", "title": "כותרת", "published_at": 3},
-                {"id": 42, "text": BODY + " again", "title": "&amp;lt; \u05d0", "published_at": 4}])
+            r = _post(
+                c,
+                [
+                    {
+                        "id": HOSTILE_ID,
+                        "text": KEEPER_TEXT,
+                        "title": HOSTILE_TITLE,
+                        "source": HOSTILE_SOURCE,
+                        "published_at": 1,
+                        "fields": {"url": f"javascript:{PWN}=8", "html": f"<img src=x onerror={PWN}=9>"},
+                    },
+                    {"id": COPY_ID, "text": COPY_TEXT, "title": "", "source": RLO_SOURCE, "published_at": 2},
+                    {"id": RLO_ID, "text": BODY + " " + LONG, "source": "שָׁלוֹם", "title": "כותרת", "published_at": 3},
+                    {"id": 42, "text": BODY + " again", "title": "&amp;lt; \u05d0", "published_at": 4},
+                ],
+            )
             assert {x["cluster"] for x in r} == {r[0]["cluster"]} and r[0]["status"] == "new"
             stories["hostile"] = r[0]["cluster"]
             # words the index tells apart and the page did not: an acute accent used as an
             # apostrophe (NFKC: a space and a combining mark, which joins the next word)
             k, t = D + " they don´t think the river " + E + " " + F, D + " they don't think the river " + E + " " + F
-            r = _post(c, [{"id": "acute-k", "text": k, "published_at": 1}, {"id": "acute-c", "text": t, "published_at": 2}])
+            r = _post(
+                c, [{"id": "acute-k", "text": k, "published_at": 1}, {"id": "acute-c", "text": t, "published_at": 2}]
+            )
             assert r[1]["status"] == "duplicate", r
             stories["acute"] = r[0]["cluster"]
             r = _post(c, [{"id": f"many/{i}", "text": B + f" n{i}"} for i in range(55)])
             assert len({x["cluster"] for x in r}) == 1
             stories["many"] = r[0]["cluster"]
             big = "🎉 " + "word " * 200_000 + A  # 1 MB
-            r = _post(c, [{"id": "big-k", "text": big, "published_at": 1},
-                          {"id": "big-c", "text": big + " x", "published_at": 2}])
+            r = _post(
+                c,
+                [
+                    {"id": "big-k", "text": big, "published_at": 1},
+                    {"id": "big-c", "text": big + " x", "published_at": 2},
+                ],
+            )
             assert r[1]["status"] == "duplicate"
             stories["big"] = r[0]["cluster"]
-            r = _post(c, [{"id": "gone-k", "text": C + " one", "source": "s1", "published_at": 1},
-                          {"id": "gone-c1", "text": C + " two", "published_at": 2},
-                          {"id": "gone-c2", "text": C + " three", "published_at": 3}])
+            r = _post(
+                c,
+                [
+                    {"id": "gone-k", "text": C + " one", "source": "s1", "published_at": 1},
+                    {"id": "gone-c1", "text": C + " two", "published_at": 2},
+                    {"id": "gone-c2", "text": C + " three", "published_at": 3},
+                ],
+            )
             stories["gone"], stories["gone-keeper"] = r[0]["cluster"], r[0]["keeper"]
             left, right = A + " w1 w2 w3 w4 w5", "v1 v2 v3 v4 v5 " + A
             r = _post(c, [{"id": "L", "text": left}, {"id": "L2", "text": left + " w6"}])
             stories["left"] = r[0]["cluster"]
             r = _post(c, [{"id": "R", "text": right}, {"id": "R2", "text": "v0 " + right}])
             stories["right"] = r[0]["cluster"]
-            r = _post(c, [{"id": i, "text": D + f" {n}", "source": src, "published_at": n}
-                          for n, (i, src) in enumerate(zip(BIDI_IDS, BIDI_SOURCES))])
+            r = _post(
+                c,
+                [
+                    {"id": i, "text": D + f" {n}", "source": src, "published_at": n}
+                    for n, (i, src) in enumerate(zip(BIDI_IDS, BIDI_SOURCES))
+                ],
+            )
             assert {x["cluster"] for x in r} == {r[0]["cluster"]} and r[0]["keeper"] == BIDI_IDS[0]
             stories["bidi"] = r[0]["cluster"]
-            r = _post(c, [{"id": i, "text": G + f" {n}", "published_at": n}
-                          for n, i in enumerate(INVISIBLE_IDS + [EMOJI_ID, "abcd"])])
+            r = _post(
+                c,
+                [
+                    {"id": i, "text": G + f" {n}", "published_at": n}
+                    for n, i in enumerate(INVISIBLE_IDS + [EMOJI_ID, "abcd"])
+                ],
+            )
             assert {x["cluster"] for x in r} == {r[0]["cluster"]}
             stories["invisible"] = r[0]["cluster"]
             stories["cut"] = {}
             for name, text in _cut_texts().items():
-                r = _post(c, [{"id": f"cut-{name}", "text": text, "published_at": 1},
-                              {"id": f"cut-{name}-c", "text": text + " today", "published_at": 2}])
+                r = _post(
+                    c,
+                    [
+                        {"id": f"cut-{name}", "text": text, "published_at": 1},
+                        {"id": f"cut-{name}-c", "text": text + " today", "published_at": 2},
+                    ],
+                )
                 assert r[1]["status"] == "duplicate" and r[0]["keeper"] == f"cut-{name}", r
                 stories["cut"][name] = r[0]["cluster"]
         p = sync_playwright().start()
         try:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = p.chromium.launch(
+                executable_path=CHROMIUM,
+                headless=True,
+                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+            )
             try:
                 yield s, browser, stories
             finally:
@@ -151,13 +215,13 @@ def _cut_texts() -> dict[str, str]:
 
     out = {}
     for name, cluster in CLUSTERS.items():
-        before = words(name, 60)[:SNIPPET_CUT - len(cluster) + 1]  # the cut falls after the cluster's first code point
+        before = words(name, 60)[: SNIPPET_CUT - len(cluster) + 1]  # the cut falls after the cluster's first code point
         assert len(before) < SNIPPET_CUT < len(before) + len(cluster)
         out[name] = before + cluster + " " + words(name + "-end", 20)
     out["short"] = words("short", 20) + " " + CLUSTERS["flag"] + " end"
     out["plain"] = words("plain", 60)
     assert len(out["short"]) < SNIPPET_CUT < len(out["plain"]) and "\r" not in out["plain"]
-    assert out["plain"][SNIPPET_CUT - 1:SNIPPET_CUT + 1].isascii()  # (ASCII: one code point a cluster, CR LF aside)
+    assert out["plain"][SNIPPET_CUT - 1 : SNIPPET_CUT + 1].isascii()  # (ASCII: one code point a cluster, CR LF aside)
     return out
 
 
@@ -186,7 +250,9 @@ def test_hostile_strings_show_as_text_and_run_nothing(site):
     for i in range(page.locator(".member").count()):  # an injected onmouseover would run now
         page.locator(".member").nth(i).hover()
     assert page.evaluate(f"typeof {PWN}") == "undefined"
-    assert page.evaluate("document.querySelectorAll('#detail img, #detail script, #cards img, #cards script').length") == 0
+    assert (
+        page.evaluate("document.querySelectorAll('#detail img, #detail script, #cards img, #cards script').length") == 0
+    )
     ids = page.locator(".member").evaluate_all("els => els.map(e => e.dataset.id)")
     assert sorted(ids) == sorted([HOSTILE_ID, COPY_ID, RLO_ID, "42"])
     assert page.evaluate(FIND, [HOSTILE_ID, ".title"]) == [HOSTILE_TITLE]
@@ -224,12 +290,26 @@ def test_shared_passages_are_the_words_the_index_compared(site):
 
 # strings whose tokens the page made differently from the index: (unit, text)
 AWKWARD = [
-    ("word", "they don´t care"), ("word", "می\u200cخواهم"), ("word", "🅰️ blood type"), ("word", "Ⓐnd ⓑ"),
-    ("word", "ΟΔΟΣ'Α ΟΔΟΣ"), ("word", "፩፪ num"), ("word", "¨umlaut"), ("word", "café cafe\u0301 ½ x² ﬁne"),
-    ("word", "𝐇𝐞𝐥𝐥𝐨 😀 wörld İstanbul"), ("word", "a\ufeffb\r\n\tc"),
-    ("whitespace", "x\x85y z\x1cw"), ("whitespace", "a\ufeffb İ"), ("whitespace", "tab\there\r\ncrlf 😀x"),
-    ("char", "é cafe\u0301"), ("char", "ΟΔΟΣ end"), ("char", "x\x85y\x1cz"), ("char", "a\ufeffb"),
-    ("char", "\u1100\u1161 jamo"), ("char", "´acute ﬁ 😀 𝐇\r\n\t i"), ("char", "  lead and trail  "),
+    ("word", "they don´t care"),
+    ("word", "می\u200cخواهم"),
+    ("word", "🅰️ blood type"),
+    ("word", "Ⓐnd ⓑ"),
+    ("word", "ΟΔΟΣ'Α ΟΔΟΣ"),
+    ("word", "፩፪ num"),
+    ("word", "¨umlaut"),
+    ("word", "café cafe\u0301 ½ x² ﬁne"),
+    ("word", "𝐇𝐞𝐥𝐥𝐨 😀 wörld İstanbul"),
+    ("word", "a\ufeffb\r\n\tc"),
+    ("whitespace", "x\x85y z\x1cw"),
+    ("whitespace", "a\ufeffb İ"),
+    ("whitespace", "tab\there\r\ncrlf 😀x"),
+    ("char", "é cafe\u0301"),
+    ("char", "ΟΔΟΣ end"),
+    ("char", "x\x85y\x1cz"),
+    ("char", "a\ufeffb"),
+    ("char", "\u1100\u1161 jamo"),
+    ("char", "´acute ﬁ 😀 𝐇\r\n\t i"),
+    ("char", "  lead and trail  "),
 ]
 
 
@@ -244,10 +324,13 @@ def test_tokens_are_the_index_tokens(site):
     page, errors = _page(browser, s.url)
     page.wait_for_function("typeof tokens === 'function'")
     for unit, text in AWKWARD:
-        got = page.evaluate("""([unit, text]) => {
+        got = page.evaluate(
+            """([unit, text]) => {
             const was = SHINGLE.unit; SHINGLE.unit = unit;
             try { return tokens(text).map(t => [t.w, text.slice(t.s, t.e)]); } finally { SHINGLE.unit = was; }
-        }""", [unit, text])
+        }""",
+            [unit, text],
+        )
         words = [w for w, _ in got]
         assert list(dict.fromkeys(words)) == Shingler(k=1, unit=unit).shingles(text), (unit, text)
         for w, piece in got:  # the span holds what the token came from (final sigma aside)
@@ -294,10 +377,16 @@ def test_long_words_and_right_to_left_overrides_keep_the_layout(site):
     }"""
     assert page.evaluate(badge_after_id, RLO_ID) is True
     # right-to-left titles and texts read right to left
-    assert page.evaluate("""(ident) => {
+    assert (
+        page.evaluate(
+            """(ident) => {
       const m = [...document.querySelectorAll('.member')].find(e => e.dataset.id === ident);
       return getComputedStyle(m.querySelector('.title')).direction;
-    }""", RLO_ID) == "rtl"
+    }""",
+            RLO_ID,
+        )
+        == "rtl"
+    )
     page.click("#back")
     page.wait_for_selector(".card")
     with httpx.Client(base_url=s.url, timeout=30) as c:
@@ -323,8 +412,10 @@ def test_big_stories_removed_keepers_and_merged_stories(site):
         [m.dataset.id, [...m.querySelectorAll('mark.shared')].map(k => [k.textContent.length,
          k.textContent.slice(0, 9), k.textContent.slice(-9)]), m.querySelector('.text').textContent.length])""")
     n = len("word " * 200_000 + A)
-    assert sorted(marks) == [["big-c", [[n, "word word", "the roads"]], n + 5],
-                             ["big-k", [[n, "word word", "the roads"]], n + 3]]
+    assert sorted(marks) == [
+        ["big-c", [[n, "word word", "the roads"]], n + 5],
+        ["big-k", [[n, "word word", "the roads"]], n + 3],
+    ]
     page.click("#back")
     page.wait_for_selector(".card")
     # the list is shown; then a story's keeper is removed and two stories merge
@@ -412,8 +503,10 @@ def test_bidi_controls_in_ids_and_sources_read_in_order(site):
         assert member.get_attribute("data-id") == ident
         _reads_in_order(page, member.locator("h3 bdi"), ident)
         _reads_in_order(page, member.locator(".meta bdi"), src)
-        assert member.locator("h3 .ctl").first.get_attribute("title") == \
-            f"U+{ord(ident[2]):04X} {unicodedata.name(ident[2])}"
+        assert (
+            member.locator("h3 .ctl").first.get_attribute("title")
+            == f"U+{ord(ident[2]):04X} {unicodedata.name(ident[2])}"
+        )
     # and the page's own words around them read as before (the badge after the id, "J=" after the source)
     _open_again = page.locator(".member").nth(1)
     h3 = _open_again.locator("h3")
@@ -437,8 +530,9 @@ def test_invisible_characters_in_ids_are_shown(site):
         assert member.get_attribute("data-id") == ident
         _reads_in_order(page, member.locator("h3 bdi"), ident, marked=INVISIBLE)
         assert member.locator("h3 .ctl").get_attribute("title") == f"U+{ord(c):04X} {unicodedata.name(c)}"
-    plain = page.locator(".member").filter(has=page.locator("h3 bdi", has_text="abcd")).filter(
-        has_not=page.locator(".ctl"))
+    plain = (
+        page.locator(".member").filter(has=page.locator("h3 bdi", has_text="abcd")).filter(has_not=page.locator(".ctl"))
+    )
     assert [m.get_attribute("data-id") for m in plain.all()] == ["abcd"]
     emoji = page.locator(".member").filter(has=page.locator("h3 bdi", has_text="fam-"))
     assert emoji.get_attribute("data-id") == EMOJI_ID
@@ -459,17 +553,24 @@ def test_snippets_end_on_a_grapheme_boundary(site):
     s, browser, st = site
     page, errors = _page(browser, s.url)
     texts = _cut_texts()
-    shown = {name: page.locator(f'.card[data-cluster="{cl}"] .snippet').text_content()
-             for name, cl in st["cut"].items()}
+    shown = {
+        name: page.locator(f'.card[data-cluster="{cl}"] .snippet').text_content() for name, cl in st["cut"].items()
+    }
     for name, cluster in CLUSTERS.items():
-        whole = texts[name][:texts[name].index(cluster, SNIPPET_CUT - len(cluster))]  # up to the cut cluster
+        whole = texts[name][: texts[name].index(cluster, SNIPPET_CUT - len(cluster))]  # up to the cut cluster
         assert shown[name] == whole + "…", (name, shown[name][-12:])
     assert shown["short"] == texts["short"]  # (the flag whole, no "…")
-    assert shown["plain"] == texts["plain"][:SNIPPET_CUT - 1] + "…"  # its last cluster left out
+    assert shown["plain"] == texts["plain"][: SNIPPET_CUT - 1] + "…"  # its last cluster left out
     # each shown cluster is a whole cluster of the text, as the browser segments them
-    assert page.evaluate("""([shown, texts]) => Object.keys(shown).every(k => {
+    assert (
+        page.evaluate(
+            """([shown, texts]) => Object.keys(shown).every(k => {
       const seg = t => [...new Intl.Segmenter(undefined, {granularity: "grapheme"}).segment(t)].map(g => g.segment);
       const a = seg(shown[k].replace(/…$/, "")), b = seg(texts[k]);
       return a.every((g, i) => g === b[i]);
-    })""", [shown, texts]) is True
+    })""",
+            [shown, texts],
+        )
+        is True
+    )
     assert errors == []

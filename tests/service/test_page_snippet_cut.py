@@ -2,12 +2,20 @@
 as the service cuts it (it may be a piece of a cluster: the page cannot see what follows the
 cut). That rests on the page knowing the service's cut: checked here, in-process, against what
 `GET /v1/clusters` sends."""
+
 from neardup.service.page import PAGE, SNIPPET_CUT
 
 
 def _story(client, ident, text):
-    r = client.post("/v1/documents", json={"documents": [
-        {"id": ident, "text": text, "published_at": 1}, {"id": ident + "-c", "text": text + " today", "published_at": 2}]})
+    r = client.post(
+        "/v1/documents",
+        json={
+            "documents": [
+                {"id": ident, "text": text, "published_at": 1},
+                {"id": ident + "-c", "text": text + " today", "published_at": 2},
+            ]
+        },
+    )
     assert r.status_code == 200 and r.json()["results"][1]["status"] == "duplicate", r.text
     return r.json()["results"][0]["cluster"]
 
@@ -32,9 +40,15 @@ def test_a_cards_snippet_starts_with_the_keepers_title(client):
     """The service keeps a POST's title among the article's fields (it is not compared); the
     cards' snippets read it from the top-level title only, so no card ever showed one."""
     text = " ".join(f"t{i}" for i in range(40))
-    r = client.post("/v1/documents", json={"documents": [
-        {"id": "k", "text": text, "title": "Heavy rain in Goa", "published_at": 1},
-        {"id": "k-c", "text": text + " today", "title": "Rain: Goa on alert", "published_at": 2}]})
+    r = client.post(
+        "/v1/documents",
+        json={
+            "documents": [
+                {"id": "k", "text": text, "title": "Heavy rain in Goa", "published_at": 1},
+                {"id": "k-c", "text": text + " today", "title": "Rain: Goa on alert", "published_at": 2},
+            ]
+        },
+    )
     assert r.status_code == 200, r.text
     cl = r.json()["results"][0]["cluster"]
     cards = {c["cluster"]: c["snippet"] for c in client.get("/v1/clusters?limit=10").json()}

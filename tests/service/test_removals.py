@@ -2,10 +2,11 @@
 (``neardup index remove`` needs the writer lock, which the service holds for its whole life:
 before this endpoint a served index could only lose articles one DELETE at a time). Each
 request is one transaction of at most `limit` documents; `more` says whether older ones remain."""
+
 import httpx
+from srv_helpers import Server
 
 from neardup.index import Index
-from srv_helpers import Server
 
 DAY = 86400.0
 NOW = 1_790_000_000.0
@@ -13,9 +14,14 @@ NOW = 1_790_000_000.0
 
 def _articles(n: int, start: int = 0, t0: float = NOW - 100 * DAY) -> list[dict]:
     # one article a day, oldest first, distinct stories
-    return [{"id": f"a{i:03d}", "published_at": t0 + i * DAY,
-             "text": f"story {i} " + " ".join(f"w{(i * 7919 + j * 31) % 9973}" for j in range(40))}
-            for i in range(start, start + n)]
+    return [
+        {
+            "id": f"a{i:03d}",
+            "published_at": t0 + i * DAY,
+            "text": f"story {i} " + " ".join(f"w{(i * 7919 + j * 31) % 9973}" for j in range(40)),
+        }
+        for i in range(start, start + n)
+    ]
 
 
 def test_eviction_by_age_in_bounded_steps(client):
@@ -62,14 +68,14 @@ def test_bad_removals_are_refused_and_remove_nothing(client):
     refused({"older_than": "yesterday-ish"}, 422, "older_than")
     refused({"older_than": True}, 422, "older_than")
     refused({"older_than": "30d", "limit": 0}, 422, "limit")
-    refused({"older_than": "30d", "limit": 10 ** 9}, 422, "limit")
+    refused({"older_than": "30d", "limit": 10**9}, 422, "limit")
     refused({"ids": ["a001", "nope"]}, 404, "nothing was removed")
     refused({"ids": ["a001", ""]}, 422, "ids")
     refused({"ids": "a001"}, 422, "ids")
     refused({"older_than": "30d", "surprise": 1}, 422, "surprise")
     refused({"older_than": "30d"}, 422, "unknown", params={"dry_run": "true"})
     refused({"ids": [f"x{i}" for i in range(501)]}, 413, "over the limit of 500")  # the client's max_batch
-    refused({"older_than": 10 ** 400}, 422, "finite number of seconds")
+    refused({"older_than": 10**400}, 422, "finite number of seconds")
     assert client.get("/v1/stats").json()["documents"] == 5
     # a number with no fraction is an integer, as JSON Schema's "integer" says
     assert client.post("/v1/removals", json={"ids": [7.0], "limit": 5.0}).status_code == 404

@@ -1,19 +1,22 @@
 """The service folds level 0 in the background (index/fold.py): with a tiny level 0, many folds
 happen while concurrent POSTs and DELETEs are served, and the clusters come out as an in-process
 add of the same articles gives them."""
+
 import math
 import threading
 
 import httpx
-
 import ix_corpus
 from srv_helpers import Server
+
 from neardup.index import Index
 
 
 def test_served_posts_with_background_folds_equal_an_in_process_add(index_dir, tmp_path):
-    docs = [{"id": d["id"], "text": d["text"], "published_at": d["published_at"], "source": d["source"]}
-            for d in ix_corpus.synth(originals=360, copies=140, bridges=8, words=120, seed=9)]
+    docs = [
+        {"id": d["id"], "text": d["text"], "published_at": d["published_at"], "source": d["source"]}
+        for d in ix_corpus.synth(originals=360, copies=140, bridges=8, words=120, seed=9)
+    ]
     ref = Index.create(tmp_path / "ref", prefer_source=["agency"])  # never folds
     ref.add(docs)
     # removed while being served: stories of one article, whose removal changes no other cluster
@@ -24,6 +27,7 @@ def test_served_posts_with_background_folds_equal_an_in_process_add(index_dir, t
     ref.remove(gone)
     srv = Server(index_dir, "--l0-max", "40", "--l0-fold-at", "15")
     try:
+
         def post(part):
             with httpx.Client(base_url=srv.url, timeout=60) as c:
                 for d in part:

@@ -1,11 +1,11 @@
 """One suite against a real `neardup serve` on 127.0.0.1 (a subprocess started by the test)."""
+
 import subprocess
 import sys
 import threading
 import time
 
 import httpx
-
 import ix_corpus
 
 
@@ -20,7 +20,10 @@ def test_real_server_round_trip(server, rain, index_dir, tmp_path):
         assert c.get(f"/v1/clusters/{cl}").json()["size"] >= 3
         assert c.post("/v1/documents", content=b"[", headers={"content-type": "application/json"}).status_code == 400
         assert c.post("/v1/documents", json=rain[0]).status_code == 409
-        assert c.post("/v1/documents?dry_run=true", json={**rain[1], "id": "probe"}).json()["results"][0]["status"] == "duplicate"
+        assert (
+            c.post("/v1/documents?dry_run=true", json={**rain[1], "id": "probe"}).json()["results"][0]["status"]
+            == "duplicate"
+        )
         assert c.delete("/v1/documents/site-b-092").json()["removed"] == 1
         assert c.get("/v1/documents/site-b-092").status_code == 404
         assert c.get("/openapi.json").json()["info"]["title"] == "neardup"
@@ -32,21 +35,35 @@ def test_real_server_round_trip(server, rain, index_dir, tmp_path):
         assert tm["post"]["count"] == 2 and tm["post_dry_run"]["count"] == 1
         assert tm["group"]["count"] >= 1 and tm["wal_fsync"]["count"] >= 1 and tm["wal_fsync"]["max_ms"] > 0
     # one writer: a second server or a CLI add on the same index is refused, reading works
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--port", "1"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 6 and "index is locked" in r.stderr
     f = ix_corpus.write_jsonl(tmp_path / "x.jsonl", [{"id": "cli-1", "text": "a few words of text here"}])
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "add", str(index_dir), f],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "add", str(index_dir), f],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 6 and "index is locked" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "index", "stats", str(index_dir)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "stats", str(index_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0 and '"documents": 5' in r.stdout
 
 
 def test_real_server_reads_during_batch_and_concurrent_writes(server):
-    docs = [{"id": d["id"], "text": d["text"], "published_at": d["published_at"], "source": d["source"]}
-            for d in ix_corpus.synth(originals=600, copies=200, bridges=0, words=300, seed=5)]
+    docs = [
+        {"id": d["id"], "text": d["text"], "published_at": d["published_at"], "source": d["source"]}
+        for d in ix_corpus.synth(originals=600, copies=200, bridges=0, words=300, seed=5)
+    ]
     batch, singles = docs[:700], docs[700:]
     out = {}
 
@@ -61,7 +78,8 @@ def test_real_server_reads_during_batch_and_concurrent_writes(server):
                 assert r.status_code == 200, r.text
 
     threads = [threading.Thread(target=post_batch)] + [
-        threading.Thread(target=post_singles, args=(singles[i::2],)) for i in range(2)]
+        threading.Thread(target=post_singles, args=(singles[i::2],)) for i in range(2)
+    ]
     for t in threads:
         t.start()
     seen = set()
@@ -115,8 +133,12 @@ def test_a_taken_port_is_said_before_the_index_is_opened(index_dir):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        p = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--host", "127.0.0.1",
-                            "--port", str(port)], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--host", "127.0.0.1", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert p.returncode == 10, p.stderr
     assert f"neardup serve: cannot listen on 127.0.0.1:{port}: Address already in use" in p.stderr
     assert "Traceback" not in p.stderr

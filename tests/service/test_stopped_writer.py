@@ -12,6 +12,7 @@
 
 Every test that stops a process continues it (or the process is killed) in a finally.
 """
+
 import contextlib
 import os
 import resource
@@ -24,16 +25,16 @@ import time
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
+
 from neardup.cli import main
-from neardup.errors import InvalidParameterError
+from neardup.errors import InvalidParameterError, WriterGoneError
 from neardup.index import Index
 from neardup.service.app import create_app
-from neardup.service.server import serve
 from neardup.service.config import ServiceConfig
+from neardup.service.server import serve
 from neardup.service.views.health import STALL_GRACE
-from neardup.errors import WriterGoneError
 from neardup.service.worker import WriterProcess
-from srv_helpers import Server, free_port, partial_requests, soft_fd_limit
 
 
 @contextlib.contextmanager
@@ -78,9 +79,10 @@ def test_a_stopped_writer_process_is_said_and_writes_time_out(index_dir, rain):
 
                 # each write waits --write-timeout (was: forever), then 503 with its outcome unknown
                 for method, url, body, words in (
-                        ("POST", "/v1/documents", rain[3], ("unknown", "409")),
-                        ("POST", "/v1/documents?dry_run=true", rain[4], ("writes nothing",)),
-                        ("DELETE", f"/v1/documents/{rain[0]['id']}", None, ("unknown", "404"))):
+                    ("POST", "/v1/documents", rain[3], ("unknown", "409")),
+                    ("POST", "/v1/documents?dry_run=true", rain[4], ("writes nothing",)),
+                    ("DELETE", f"/v1/documents/{rain[0]['id']}", None, ("unknown", "404")),
+                ):
                     t0 = time.time()
                     r = c.request(method, url, json=body)
                     took = time.time() - t0
@@ -103,8 +105,12 @@ def test_a_stopped_writer_process_is_said_and_writes_time_out(index_dir, rain):
                 assert h["writer"]["not_answering_since"] == since
                 assert h["writer"]["requests_waiting"] >= 3  # the add, the dry run, the removal
             _until(lambda: c.get("/v1/health").status_code == 200)
-            assert c.get("/v1/health").json()["writer"] == {"kind": "process", "pid": pid, "alive": True,
-                                                            "answering": True}
+            assert c.get("/v1/health").json()["writer"] == {
+                "kind": "process",
+                "pid": pid,
+                "alive": True,
+                "answering": True,
+            }
             # the writer did what it was given, whole; its late answers were dropped without harm
             _until(lambda: c.get(f"/v1/documents/{rain[3]['id']}").status_code == 200)
             _until(lambda: c.get(f"/v1/documents/{rain[0]['id']}").status_code == 404)
@@ -129,9 +135,11 @@ def test_reads_and_health_answer_while_writes_pile_up_for_a_stopped_writer(index
         with httpx.Client(base_url=srv.url, timeout=30) as c:
             pid = c.get("/v1/health").json()["writer"]["pid"]
             with _stopped(pid):
+
                 def post(i):
-                    docs = [{"id": f"b{i}-{j}", "text": f"batch {i} article {j} " + "some words " * 90}
-                            for j in range(20)]
+                    docs = [
+                        {"id": f"b{i}-{j}", "text": f"batch {i} article {j} " + "some words " * 90} for j in range(20)
+                    ]
                     with contextlib.suppress(httpx.HTTPError):  # it gives up; the server keeps it
                         httpx.post(srv.url + "/v1/documents", json={"documents": docs}, timeout=3)
 
@@ -276,7 +284,9 @@ def test_a_writer_busy_with_a_long_group_is_up(index_dir, kind):
     the writer in a thread of the server (its own CPU time, not the process's: the hung
     thread's test above is the 503 side)."""
     words = [f"w{i}" for i in range(5000)]
-    docs = [{"id": f"b{n}", "text": " ".join(words[(n * 7 + j * 13) % 5000] for j in range(120))} for n in range(10_000)]
+    docs = [
+        {"id": f"b{n}", "text": " ".join(words[(n * 7 + j * 13) % 5000] for j in range(120))} for n in range(10_000)
+    ]
     srv = Server(index_dir, "--writer", kind, "--health-timeout", "0.2", "--max-body", "50000000")
     try:
         with httpx.Client(base_url=srv.url, timeout=120) as c:
@@ -302,12 +312,19 @@ def test_a_writer_busy_with_a_long_group_is_up(index_dir, kind):
         srv.stop()
 
 
-@pytest.mark.parametrize("kw,flag", [
-    ({"shutdown_timeout": -1}, "--shutdown-timeout"), ({"shutdown_timeout": float("inf")}, "--shutdown-timeout"),
-    ({"write_timeout": float("nan")}, "--write-timeout"), ({"max_connections": 0}, "--max-connections"),
-    ({"max_connections": 2.5}, "--max-connections"), ({"max_open_files": True}, "--max-open-files"),
-    ({"health_timeout": 0}, "--health-timeout"), ({"health_timeout": "2"}, "--health-timeout"),
-])
+@pytest.mark.parametrize(
+    "kw,flag",
+    [
+        ({"shutdown_timeout": -1}, "--shutdown-timeout"),
+        ({"shutdown_timeout": float("inf")}, "--shutdown-timeout"),
+        ({"write_timeout": float("nan")}, "--write-timeout"),
+        ({"max_connections": 0}, "--max-connections"),
+        ({"max_connections": 2.5}, "--max-connections"),
+        ({"max_open_files": True}, "--max-open-files"),
+        ({"health_timeout": 0}, "--health-timeout"),
+        ({"health_timeout": "2"}, "--health-timeout"),
+    ],
+)
 def test_serve_checks_its_limits_before_opening_anything(tmp_path, kw, flag):
     with pytest.raises(InvalidParameterError, match=flag):
         serve(str(tmp_path / "no-index"), port=free_port(), **kw)
@@ -317,9 +334,17 @@ def test_serve_checks_its_limits_before_opening_anything(tmp_path, kw, flag):
     assert not (tmp_path / "no-index").exists()
 
 
-@pytest.mark.parametrize("args", [["--shutdown-timeout", "-1"], ["--shutdown-timeout", "nan"],
-                                  ["--write-timeout", "soon"], ["--max-connections", "0"],
-                                  ["--max-open-files", "many"], ["--health-timeout", "0"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--shutdown-timeout", "-1"],
+        ["--shutdown-timeout", "nan"],
+        ["--write-timeout", "soon"],
+        ["--max-connections", "0"],
+        ["--max-open-files", "many"],
+        ["--health-timeout", "0"],
+    ],
+)
 def test_the_flags_are_refused_with_their_name(tmp_path, capsys, args):
     with pytest.raises(SystemExit) as e:
         main(["serve", str(tmp_path), *args])
@@ -329,8 +354,23 @@ def test_the_flags_are_refused_with_their_name(tmp_path, capsys, args):
 
 def test_more_connections_than_the_open_files_allow_is_refused(index_dir):
     port = free_port()
-    p = subprocess.run([sys.executable, "-m", "neardup.cli", "serve", str(index_dir), "--port", str(port),
-                        "--max-connections", "100000000"], capture_output=True, text=True, timeout=120, check=False)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "serve",
+            str(index_dir),
+            "--port",
+            str(port),
+            "--max-connections",
+            "100000000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert p.returncode == 2, p.stderr
     assert "--max-connections 100,000,000 is over what the limit on open files allows" in p.stderr
     with Index.open(index_dir) as ix:
@@ -341,8 +381,16 @@ def test_the_connection_limit_the_shutdown_wait_and_the_open_files_are_flags(ind
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 4096:
         pytest.skip(f"the hard limit on open files is {hard}")
-    srv = Server(index_dir, "--max-connections", "8", "--shutdown-timeout", "2", "--max-open-files", "3000",
-                 preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096)))
+    srv = Server(
+        index_dir,
+        "--max-connections",
+        "8",
+        "--shutdown-timeout",
+        "2",
+        "--max-open-files",
+        "3000",
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 4096)),
+    )
     socks = []
     try:
         assert soft_fd_limit(srv.proc.pid) == 3000

@@ -1,4 +1,5 @@
 """The service's stage timings (service/timings.py) and where GET /v1/stats shows them."""
+
 import threading
 
 import pytest
@@ -14,8 +15,7 @@ def test_histogram_counts_over_each_threshold():
     assert d["count"] == 7 and d["max_ms"] == 5000.0
     assert d["mean_ms"] == pytest.approx(sum((0.2, 1.0, 1.5, 10.0, 10.5, 250.0, 5000.0)) / 7, abs=1e-3)
     # a duration equal to a threshold is not over it
-    assert d["over_ms"] == {"1": 5, "2": 4, "5": 4, "10": 3, "20": 2, "50": 2, "100": 2, "200": 2,
-                            "500": 1, "1000": 1}
+    assert d["over_ms"] == {"1": 5, "2": 4, "5": 4, "10": 3, "20": 2, "50": 2, "100": 2, "200": 2, "500": 1, "1000": 1}
     assert list(d["over_ms"]) == [str(b) for b in OVER_MS]
 
 

@@ -1,5 +1,6 @@
 """The service's writer in a process of its own (service/worker.py): answers, errors as their
 own classes, the lock, and a writer process that dies."""
+
 import os
 import pickle
 import signal
@@ -7,11 +8,17 @@ import time
 
 import pytest
 
-from neardup.errors import InputTypeError, InvalidInputError
+from neardup.errors import (
+    DocumentNotFoundError,
+    DuplicateIdError,
+    FileGoneError,
+    IndexLockedError,
+    InputTypeError,
+    InvalidInputError,
+    RecordError,
+    WriterGoneError,
+)
 from neardup.index import Index
-from neardup.errors import DocumentNotFoundError, DuplicateIdError, FileGoneError, IndexLockedError
-from neardup.errors import RecordError
-from neardup.errors import WriterGoneError
 from neardup.service.worker import WriterProcess
 
 
@@ -138,14 +145,17 @@ def test_a_request_waiting_when_the_writer_dies_is_told_so(index_dir, rain):
         w.close()
 
 
-@pytest.mark.parametrize("exc", [
-    DuplicateIdError("2 id(s) already in the index", ["a", "b"]),
-    RecordError("<request>", 3, "not a string", "text"),
-    FileGoneError("segment seg-1 is missing", "seg-1"),
-    InvalidInputError("lone surrogate", 4),
-    InputTypeError("None where a str was expected", 2),
-    DocumentNotFoundError("no document with id 'x'"),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        DuplicateIdError("2 id(s) already in the index", ["a", "b"]),
+        RecordError("<request>", 3, "not a string", "text"),
+        FileGoneError("segment seg-1 is missing", "seg-1"),
+        InvalidInputError("lone surrogate", 4),
+        InputTypeError("None where a str was expected", 2),
+        DocumentNotFoundError("no document with id 'x'"),
+    ],
+)
 def test_errors_pickle_whole(exc):
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is type(exc) and str(back) == str(exc) and vars(back) == vars(exc)

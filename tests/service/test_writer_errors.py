@@ -2,6 +2,7 @@
 worker.py, _settle): a writer process that cannot start again (the index locked by another
 process, damaged, gone), and a request cut off by the server's shutdown. Each is a JSON answer
 (503, or 500 for a damaged index), not the app's 500 internal_error with a traceback."""
+
 import asyncio
 import os
 import signal
@@ -12,18 +13,18 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from neardup.errors import InternalError
-from neardup.index import Index
 from neardup.errors import (
     FileGoneError,
     IndexClosedError,
     IndexCorruptError,
     IndexLockedError,
     IndexNotFoundError,
+    InternalError,
     ReadOnlyIndexError,
+    WriterGoneError,
 )
+from neardup.index import Index
 from neardup.service.app import create_app
-from neardup.errors import WriterGoneError
 from neardup.service.worker import WriterProcess
 
 
@@ -46,9 +47,11 @@ def test_writes_after_another_process_took_the_lock_answer_503(index_dir, rain):
                 os.kill(w.pid, signal.SIGKILL)  # its lock goes with it...
                 _wait_dead(w)
                 other = WriterProcess(str(index_dir))  # ...and another process takes it
-                for r in (c.post("/v1/documents", json=rain[1]),
-                          c.post("/v1/documents?dry_run=true", json=rain[1]),
-                          c.delete(f"/v1/documents/{rain[0]['id']}")):
+                for r in (
+                    c.post("/v1/documents", json=rain[1]),
+                    c.post("/v1/documents?dry_run=true", json=rain[1]),
+                    c.delete(f"/v1/documents/{rain[0]['id']}"),
+                ):
                     assert r.status_code == 503, r.text
                     err = r.json()["error"]
                     assert err["code"] == "index_locked" and "index is locked by another process" in err["message"]
@@ -82,24 +85,32 @@ class _Failing:
         pass
 
 
-@pytest.mark.parametrize("exc,status,code", [
-    (WriterGoneError("the writer process exited"), 503, "writer_unavailable"),
-    (IndexLockedError("index is locked: another writer is using ix (held by process 7)"), 503, "index_locked"),
-    (IndexCorruptError("segment seg-1: bad checksum"), 500, "index_corrupt"),
-    (FileGoneError("segment seg-1 is missing", "seg-1"), 500, "index_corrupt"),
-    (IndexNotFoundError("no index in ix"), 503, "writer_unavailable"),
-    (ReadOnlyIndexError("ix is read only"), 503, "writer_unavailable"),
-    (IndexClosedError("the index is closed"), 503, "writer_unavailable"),
-])
+@pytest.mark.parametrize(
+    "exc,status,code",
+    [
+        (WriterGoneError("the writer process exited"), 503, "writer_unavailable"),
+        (IndexLockedError("index is locked: another writer is using ix (held by process 7)"), 503, "index_locked"),
+        (IndexCorruptError("segment seg-1: bad checksum"), 500, "index_corrupt"),
+        (FileGoneError("segment seg-1 is missing", "seg-1"), 500, "index_corrupt"),
+        (IndexNotFoundError("no index in ix"), 503, "writer_unavailable"),
+        (ReadOnlyIndexError("ix is read only"), 503, "writer_unavailable"),
+        (IndexClosedError("the index is closed"), 503, "writer_unavailable"),
+    ],
+)
 def test_each_writer_error_has_its_answer(index_dir, rain, exc, status, code):
     with Index.open(index_dir) as ix:
         with TestClient(create_app(ix, writer=_Failing(exc))) as c:
-            for r in (c.post("/v1/documents", json=rain[0]),  # the fast path (fastpost.py)
-                      c.post("/v1/documents", json={"documents": rain[:2]}),
-                      c.post("/v1/documents?dry_run=true", json=rain[0]),
-                      c.post("/v1/documents", content=b'{"id": "a", "text": "b c"}\n\n',  # FastAPI's path
-                             headers={"content-type": "application/json; charset=utf-8", "x": "y"}),
-                      c.delete("/v1/documents/a")):
+            for r in (
+                c.post("/v1/documents", json=rain[0]),  # the fast path (fastpost.py)
+                c.post("/v1/documents", json={"documents": rain[:2]}),
+                c.post("/v1/documents?dry_run=true", json=rain[0]),
+                c.post(
+                    "/v1/documents",
+                    content=b'{"id": "a", "text": "b c"}\n\n',  # FastAPI's path
+                    headers={"content-type": "application/json; charset=utf-8", "x": "y"},
+                ),
+                c.delete("/v1/documents/a"),
+            ):
                 assert r.status_code == status, r.text
                 err = r.json()["error"]
                 assert err["code"] == code and str(exc) in err["message"]
@@ -107,8 +118,7 @@ def test_each_writer_error_has_its_answer(index_dir, rain, exc, status, code):
 
 def test_a_bug_in_the_writer_is_still_the_apps_500(index_dir, rain):
     with Index.open(index_dir) as ix:
-        with TestClient(create_app(ix, writer=_Failing(InternalError("a bug"))),
-                        raise_server_exceptions=False) as c:
+        with TestClient(create_app(ix, writer=_Failing(InternalError("a bug"))), raise_server_exceptions=False) as c:
             r = c.post("/v1/documents", json=rain[0])
             assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
 
@@ -129,11 +139,14 @@ class _Hung:
         pass
 
 
-@pytest.mark.parametrize("method,url,body", [
-    ("POST", "/v1/documents", {"id": "a", "text": "some words here"}),
-    ("POST", "/v1/documents?dry_run=true", {"id": "a", "text": "some words here"}),
-    ("DELETE", "/v1/documents/a", None),
-])
+@pytest.mark.parametrize(
+    "method,url,body",
+    [
+        ("POST", "/v1/documents", {"id": "a", "text": "some words here"}),
+        ("POST", "/v1/documents?dry_run=true", {"id": "a", "text": "some words here"}),
+        ("DELETE", "/v1/documents/a", None),
+    ],
+)
 def test_a_request_cut_off_at_shutdown_is_answered_503(index_dir, method, url, body):
     """uvicorn cancels the requests still running when its graceful shutdown times out: one
     waiting for the writer is answered 503 writer_unavailable (was uvicorn's 500)."""
@@ -184,7 +197,10 @@ def test_a_delete_whose_scrub_fails_says_removed(client, monkeypatch):
 
     from neardup.index.core import Index as Ix
 
-    assert client.post("/v1/documents", json={"id": "gone", "text": "a story to remove from the index now"}).status_code == 200
+    assert (
+        client.post("/v1/documents", json={"id": "gone", "text": "a story to remove from the index now"}).status_code
+        == 200
+    )
 
     def full(self, conn):
         raise OSError(errno.ENOSPC, "No space left on device")

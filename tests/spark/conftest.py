@@ -1,5 +1,6 @@
 """One SparkSession for the whole test run (local[2], bound to 127.0.0.1, no UI): it takes
 ~20 s to start. Spark tests are skipped when pyspark or Java is missing."""
+
 import os
 import shutil
 import sys
@@ -20,12 +21,17 @@ def spark(tmp_path_factory):
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from neardup.engines.spark import session
 
-    s = session("local[2]", app_name="neardup-tests", shuffle_partitions=4, conf={
-        "spark.default.parallelism": "4",
-        "spark.driver.memory": "2g",
-        "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
-        "spark.sql.adaptive.enabled": "false",
-    })
+    s = session(
+        "local[2]",
+        app_name="neardup-tests",
+        shuffle_partitions=4,
+        conf={
+            "spark.default.parallelism": "4",
+            "spark.driver.memory": "2g",
+            "spark.local.dir": str(tmp_path_factory.mktemp("spark-local")),
+            "spark.sql.adaptive.enabled": "false",
+        },
+    )
     s.sparkContext.setLogLevel("ERROR")
     yield s
     s.stop()

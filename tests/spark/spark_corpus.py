@@ -1,5 +1,6 @@
 """A small synthetic corpus in the guide's mix (originals of random words; copies in thirds:
 spacing/case only, light edits, heavy edits), for the engine-parity tests."""
+
 from __future__ import annotations
 
 import json
@@ -7,16 +8,18 @@ import os
 
 import numpy as np
 
-REUTERS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data",
-                                        "reuters21578.jsonl.gz"))
+REUTERS = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "reuters21578.jsonl.gz")
+)
 if not os.path.exists(REUTERS):
     REUTERS = os.path.normpath(os.path.join(os.getcwd(), "..", "shared", "data", "reuters21578.jsonl.gz"))
 
 
 def make_corpus(originals=600, copies=150, words=120, seed=0) -> list[dict]:
     rng = np.random.default_rng(seed)
-    vocab = np.array([f"{a}{b}" for a in ("ka", "ra", "mo", "su", "ve", "li", "do", "pe", "ta", "gu")
-                      for b in range(300)])
+    vocab = np.array(
+        [f"{a}{b}" for a in ("ka", "ra", "mo", "su", "ve", "li", "do", "pe", "ta", "gu") for b in range(300)]
+    )
     p = 1.0 / np.arange(1, len(vocab) + 1)
     p /= p.sum()
     docs = []
@@ -24,9 +27,15 @@ def make_corpus(originals=600, copies=150, words=120, seed=0) -> list[dict]:
     for i in range(originals):
         w = list(rng.choice(vocab, words, p=p))
         bodies.append(w)
-        docs.append({"id": f"o{i}", "text": " ".join(w), "published_at": 1_700_000_000 + int(rng.integers(0, 10**6)),
-                     "source": "agency" if rng.random() < 0.5 else f"site-{int(rng.integers(0, 30))}",
-                     "original_id": None})
+        docs.append(
+            {
+                "id": f"o{i}",
+                "text": " ".join(w),
+                "published_at": 1_700_000_000 + int(rng.integers(0, 10**6)),
+                "source": "agency" if rng.random() < 0.5 else f"site-{int(rng.integers(0, 30))}",
+                "original_id": None,
+            }
+        )
     for j in range(copies):
         o = int(rng.integers(0, originals))
         w = list(bodies[o])
@@ -38,8 +47,16 @@ def make_corpus(originals=600, copies=150, words=120, seed=0) -> list[dict]:
             for at in rng.choice(len(w), n, replace=False):
                 w[at] = str(rng.choice(vocab))
             text = " ".join(w)
-        docs.append({"id": f"c{j}", "text": text, "published_at": 1_700_000_000 + int(rng.integers(0, 10**6)),
-                     "source": f"site-{int(rng.integers(0, 30))}", "original_id": f"o{o}", "copy_kind": kind})
+        docs.append(
+            {
+                "id": f"c{j}",
+                "text": text,
+                "published_at": 1_700_000_000 + int(rng.integers(0, 10**6)),
+                "source": f"site-{int(rng.integers(0, 30))}",
+                "original_id": f"o{o}",
+                "copy_kind": kind,
+            }
+        )
     order = rng.permutation(len(docs))
     return [docs[i] for i in order]
 
@@ -71,7 +88,7 @@ def tree(d, inodes: bool = False) -> dict:
     """Every directory and file under `d`: a file's bytes and modification time (and, with
     `inodes`, its inode: a file rewritten in place or replaced by a copy shows)."""
     out = {}
-    for root, dirs, files in os.walk(d):
+    for root, _dirs, files in os.walk(d):
         out[os.path.relpath(root, d) + "/"] = None
         for f in files:
             p = os.path.join(root, f)

@@ -1,12 +1,13 @@
 """The engine-neutral kernels on their own (no Spark): each one against the local engine's
 definition, driven by a tiny in-process "engine" that hash-partitions Arrow tables."""
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from neardup.settings import Settings
 import neardup
 from neardup import kernels as K
+from neardup.settings import Settings
 
 PARAMS = K.KernelParams(settings=Settings(k=3, bands=13, rows=7))
 
@@ -30,15 +31,22 @@ def run_grouped(table, cols, kernel, n=3):
 
 
 def components_by_stars(edges: np.ndarray, n_parts=3, max_rounds=50):
-    e = pa.table({"u": pa.array(np.maximum(edges[:, 0], edges[:, 1]), pa.int64()),
-                  "v": pa.array(np.minimum(edges[:, 0], edges[:, 1]), pa.int64())})
+    e = pa.table(
+        {
+            "u": pa.array(np.maximum(edges[:, 0], edges[:, 1]), pa.int64()),
+            "v": pa.array(np.minimum(edges[:, 0], edges[:, 1]), pa.int64()),
+        }
+    )
     prev = K.edge_checksum(e).to_pylist()[0]
     for rounds in range(1, max_rounds + 1):
         both = pa.concat_tables([e, pa.table({"u": e.column("v"), "v": e.column("u")})])
         ls = run_grouped(both, ["u"], K.large_star, n_parts)
         ss = run_grouped(ls, ["u"], K.small_star, n_parts)
-        arr = np.unique(np.stack([ss.column("u").to_numpy(), ss.column("v").to_numpy()], axis=1), axis=0) \
-            if ss.num_rows else np.zeros((0, 2), np.int64)
+        arr = (
+            np.unique(np.stack([ss.column("u").to_numpy(), ss.column("v").to_numpy()], axis=1), axis=0)
+            if ss.num_rows
+            else np.zeros((0, 2), np.int64)
+        )
         e = pa.table({"u": pa.array(arr[:, 0], pa.int64()), "v": pa.array(arr[:, 1], pa.int64())})
         # per-partition checksums, summed
         cur = [K.edge_checksum(p).to_pylist()[0] for p in partition(e, ["u"], n_parts)]
@@ -69,8 +77,13 @@ def test_large_small_star_equals_union_find(seed):
 
 
 def test_exact_groups_earliest_representative():
-    t = pa.table({"pos": pa.array([5, 3, 9, 4, 7], pa.int64()), "xkey": pa.array([1, 1, 2, 0, 0], pa.int64()),
-                  "ntok": pa.array([3, 3, 4, 0, 0], pa.int64())})
+    t = pa.table(
+        {
+            "pos": pa.array([5, 3, 9, 4, 7], pa.int64()),
+            "xkey": pa.array([1, 1, 2, 0, 0], pa.int64()),
+            "ntok": pa.array([3, 3, 4, 0, 0], pa.int64()),
+        }
+    )
     out = dict(zip(*[K.exact_groups(t).column(c).to_pylist() for c in ("pos", "rep")]))
     assert out == {5: 3, 3: 3, 9: 9, 4: 4, 7: 7}  # texts without tokens stay on their own
 
@@ -93,7 +106,7 @@ def test_band_rows_and_buckets_give_the_local_candidates():
     buckets = run_grouped(rows, ["band", "key"], K.bucket_members)
     got = set()
     for mem in buckets.column("members").to_pylist():
-        got |= {(a, b) for i, a in enumerate(mem) for b in mem[i + 1:]}
+        got |= {(a, b) for i, a in enumerate(mem) for b in mem[i + 1 :]}
     sigs = PARAMS.minhash().signatures(texts)
     local = neardup.lsh.candidate_pairs(neardup.lsh.band_keys(sigs, PARAMS.bands, PARAMS.rows))
     assert got == {(int(pos[a]), int(pos[b])) for a, b in local.tolist()}
@@ -102,8 +115,13 @@ def test_band_rows_and_buckets_give_the_local_candidates():
 def test_verify_buckets_spanning_edges_only():
     # one story copied 6 times, exact copies of each other: a bucket of 6 costs 5 checks
     story = "heavy rain is likely over coastal karnataka and goa for the next three days the weather office said"
-    t = pa.table({"bid": pa.array([9] * 6 + [4, 4], pa.int64()), "pos": pa.array([6, 5, 4, 3, 2, 1, 10, 11], pa.int64()),
-                  "text": [story] * 6 + [story, "a completely different text about drains and the monsoon"]})
+    t = pa.table(
+        {
+            "bid": pa.array([9] * 6 + [4, 4], pa.int64()),
+            "pos": pa.array([6, 5, 4, 3, 2, 1, 10, 11], pa.int64()),
+            "text": [story] * 6 + [story, "a completely different text about drains and the monsoon"],
+        }
+    )
     out = K.verify_buckets(t, PARAMS)
     edges = sorted(zip(out.column("a").to_pylist(), out.column("b").to_pylist()))
     assert len([e for e in edges if e[0] <= 6]) == 5
@@ -125,10 +143,17 @@ def test_verify_buckets_failed_check_does_not_stop_the_rest():
 
 
 def test_keeper_rows_follow_the_local_rule():
-    t = pa.table({"label": pa.array([1, 1, 1, 8, 8], pa.int64()), "pos": pa.array([1, 2, 3, 8, 9], pa.int64()),
-                  "id": ["c", "b", "a", "y", "x"], "time": pa.array([5.0, 5.0, float("nan"), 1.0, 1.0]),
-                  "source": ["site", "agency", "agency", None, None],
-                  "xkey": pa.array([3, 3, 4, 0, 0], pa.int64()), "rep": pa.array([1, 1, 3, 8, 9], pa.int64())})
+    t = pa.table(
+        {
+            "label": pa.array([1, 1, 1, 8, 8], pa.int64()),
+            "pos": pa.array([1, 2, 3, 8, 9], pa.int64()),
+            "id": ["c", "b", "a", "y", "x"],
+            "time": pa.array([5.0, 5.0, float("nan"), 1.0, 1.0]),
+            "source": ["site", "agency", "agency", None, None],
+            "xkey": pa.array([3, 3, 4, 0, 0], pa.int64()),
+            "rep": pa.array([1, 1, 3, 8, 9], pa.int64()),
+        }
+    )
     out = K.keeper_rows(t, ("agency",)).to_pylist()
     by = {r["id"]: r for r in out}
     assert by["b"]["rank"] == 0 and by["c"]["keeper_id"] == "b" and by["a"]["rank"] == 2
@@ -140,8 +165,7 @@ def test_check_jsonl_is_the_local_record_check():
     from neardup.io.records import Fields, Limits
 
     lines = ['{"id": "a", "text": "hello world"}', "", "{bad json", '{"id": "b"}', '{"id": 7, "text": "x"}']
-    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array([1, 2, 3, 4, 5], pa.int64()),
-                  "value": lines})
+    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array([1, 2, 3, 4, 5], pa.int64()), "value": lines})
     out = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["in.jsonl"]).to_pylist()
     assert [r["pos"] for r in out] == [1, 3, 4, 5]  # the blank line is not a record
     assert out[0]["error"] is None and out[0]["id"] == "a"
@@ -157,10 +181,20 @@ def test_kept_line_is_the_record_untouched_plus_alternates():
 def test_doc_keys_are_the_exact_keys_and_band_keys_of_each_good_text():
     from neardup.io.records import Fields, Limits
 
-    lines = ['{"id": "a", "text": "the cat sat on the mat today"}', "{bad json", '{"id": "b", "text": "  "}',
-             '{"id": "c", "text": "The  cat sat on the mat TODAY"}', b'{"id": "d", "text": "caf\xe9"}']
-    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array([1, 2, 3, 4, 5], pa.int64()),
-                  "value": pa.array([x if isinstance(x, bytes) else x.encode() for x in lines], pa.binary())})
+    lines = [
+        '{"id": "a", "text": "the cat sat on the mat today"}',
+        "{bad json",
+        '{"id": "b", "text": "  "}',
+        '{"id": "c", "text": "The  cat sat on the mat TODAY"}',
+        b'{"id": "d", "text": "caf\xe9"}',
+    ]
+    t = pa.table(
+        {
+            "src": pa.array([0] * 5, pa.int32()),
+            "recno": pa.array([1, 2, 3, 4, 5], pa.int64()),
+            "value": pa.array([x if isinstance(x, bytes) else x.encode() for x in lines], pa.binary()),
+        }
+    )
     checked = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["in.jsonl"])
     out = K.doc_keys(checked, PARAMS)
     assert "text" not in out.column_names and out.num_rows == 5
@@ -182,8 +216,13 @@ def test_doc_keys_one_pass_gives_what_the_separate_kernels_give():
 
     texts = ["the cat sat on the mat today", "!! ?? --", "The  cat sat on the mat TODAY", "a dog ran", "rain, rain"]
     lines = [('{"id": "%d", "text": "%s"}' % (i, t)).encode() for i, t in enumerate(texts)]
-    t = pa.table({"src": pa.array([0] * 5, pa.int32()), "recno": pa.array(range(1, 6), pa.int64()),
-                  "value": pa.array(lines, pa.binary())})
+    t = pa.table(
+        {
+            "src": pa.array([0] * 5, pa.int32()),
+            "recno": pa.array(range(1, 6), pa.int64()),
+            "value": pa.array(lines, pa.binary()),
+        }
+    )
     checked = K.check_jsonl(t, fields=Fields(), limits=Limits(), names=["in.jsonl"])
     rows = K.doc_keys(checked, PARAMS).to_pylist()
     ek = K.exact_keys(checked.select(["pos", "text"])).to_pylist()

@@ -1,15 +1,15 @@
 """The SimHash kernels on their own (no Spark), against the local engine's definition:
 candidates = every pair within max_distance bits (Rust ``hamming_candidates``)."""
+
 import numpy as np
 import pyarrow as pa
 import pytest
+from test_kernels import run_grouped
 
-from neardup.settings import Settings
 import neardup
 from neardup import kernels as K
 from neardup.kernels import simhash as S
-
-from test_kernels import run_grouped
+from neardup.settings import Settings
 
 
 def fingerprints(seed, n=2000, groups=150, d=3):
@@ -29,10 +29,14 @@ def fingerprints(seed, n=2000, groups=150, d=3):
 def band_rows(fps, d):
     n = len(fps)
     keys = S.block_keys(fps, d)
-    return pa.table({"band": pa.array(np.tile(np.arange(d + 1, dtype=np.int32), n)),
-                     "key": pa.array(keys.reshape(-1).view(np.int64)),
-                     "pos": pa.array(np.repeat(np.arange(n, dtype=np.int64) + 100, d + 1)),
-                     "fp": pa.array(np.repeat(fps, d + 1).view(np.int64))})
+    return pa.table(
+        {
+            "band": pa.array(np.tile(np.arange(d + 1, dtype=np.int32), n)),
+            "key": pa.array(keys.reshape(-1).view(np.int64)),
+            "pos": pa.array(np.repeat(np.arange(n, dtype=np.int64) + 100, d + 1)),
+            "fp": pa.array(np.repeat(fps, d + 1).view(np.int64)),
+        }
+    )
 
 
 def test_block_masks_cover_the_64_bits_as_the_rust_core_does():
@@ -59,8 +63,7 @@ def test_candidates_and_spanning_edges_give_the_local_components(seed, d):
     assert np.array_equal(np.asarray(got), np.asarray(want))
     # estimate similarity: 1 - distance / 64, as the local engine reports it
     a, b = pairs[:, 0], pairs[:, 1]
-    assert np.allclose(edges.column("similarity").to_numpy(),
-                       1 - np.asarray(neardup.hamming(fps[a], fps[b])) / 64)
+    assert np.allclose(edges.column("similarity").to_numpy(), 1 - np.asarray(neardup.hamming(fps[a], fps[b])) / 64)
 
 
 def test_a_bucket_of_many_copies_is_not_verified_pairwise():
@@ -80,9 +83,11 @@ def test_a_bucket_of_many_copies_is_not_verified_pairwise():
 
 
 def test_exact_verification_drops_pairs_below_the_threshold():
-    texts = ["heavy rain is likely over coastal karnataka and goa today",
-             "heavy rain is likely over coastal karnataka and goa today says the met office",
-             "the markets closed higher on friday after a quiet week"]
+    texts = [
+        "heavy rain is likely over coastal karnataka and goa today",
+        "heavy rain is likely over coastal karnataka and goa today says the met office",
+        "the markets closed higher on friday after a quiet week",
+    ]
     sh = neardup.SimHash(shingler=neardup.Shingler(k=1, seed=0))
     fps = np.asarray(sh.fingerprints(texts), np.uint64)
     fps[1] = fps[0] ^ np.uint64(2)  # all three candidates by their fingerprints: the texts decide
@@ -100,8 +105,13 @@ def test_exact_verification_drops_pairs_below_the_threshold():
 
 def test_doc_keys_simhash_are_the_local_fingerprints_and_blocks():
     texts = ["a storm hit the coast", "a storm hit the coast today", "markets rose"]
-    t = pa.table({"pos": pa.array([1, 2, 3], pa.int64()), "text": pa.array(texts, pa.large_string()),
-                  "error": pa.array([None, None, None], pa.string())})
+    t = pa.table(
+        {
+            "pos": pa.array([1, 2, 3], pa.int64()),
+            "text": pa.array(texts, pa.large_string()),
+            "error": pa.array([None, None, None], pa.string()),
+        }
+    )
     params = K.KernelParams(settings=Settings(k=3, method="simhash", max_distance=4))
     out = K.doc_keys(t, params)
     want = neardup.SimHash(shingler=neardup.Shingler(k=3, seed=0)).fingerprints(texts)

@@ -1,19 +1,19 @@
 """CSV/TSV input on Spark: the local engine's reader (fields, record numbers, its errors),
 so the same records are checked, skipped, clustered and kept as by the local engine."""
+
 import csv
 import gzip
 import io
 import json
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
+from parity import assert_same
+from spark_corpus import make_corpus
 
 import neardup
 from neardup.errors import RecordError
-
-from parity import assert_same
-from spark_corpus import make_corpus
 
 
 def write_csv(path, docs, delimiter=",", bad=True) -> str:
@@ -26,7 +26,7 @@ def write_csv(path, docs, delimiter=",", bad=True) -> str:
         text = d["text"]
         if i % 7 == 0:  # a title line inside the field: the record spans two lines
             text = f'Headline "{i}", quoted\n{text}'
-        when = datetime.fromtimestamp(d["published_at"], timezone.utc).isoformat()  # CSV fields are strings
+        when = datetime.fromtimestamp(d["published_at"], UTC).isoformat()  # CSV fields are strings
         w.writerow([d["id"], text, when, d["source"]])
         if bad and i == 20:
             w.writerow(["short-row", "only two columns"])
@@ -73,13 +73,20 @@ def test_csv_bad_records_stop_and_skip_like_the_local_engine(spark, docs, tmp_pa
     assert kept == (tmp_path / "local" / "kept.jsonl").read_text().splitlines()
 
 
-@pytest.mark.parametrize("body,error,words", [
-    ("id,text,text\na,one two three,four\n", "InputFileError", "more than once"),  # a column named twice
-    ('id,text\n1,"Breaking: heavy rain\n2,second story\n', "RecordError", "unexpected end of data"),  # an open quote
-])
+@pytest.mark.parametrize(
+    "body,error,words",
+    [
+        ("id,text,text\na,one two three,four\n", "InputFileError", "more than once"),  # a column named twice
+        (
+            'id,text\n1,"Breaking: heavy rain\n2,second story\n',
+            "RecordError",
+            "unexpected end of data",
+        ),  # an open quote
+    ],
+)
 def test_csv_reader_errors_like_the_local_engine(spark, tmp_path, body, error, words):
-    from neardup.engines.spark import dedup_spark
     from neardup import errors
+    from neardup.engines.spark import dedup_spark
 
     path = tmp_path / "in.csv"
     path.write_text(body)

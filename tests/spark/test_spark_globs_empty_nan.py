@@ -2,14 +2,16 @@
 record, a duplicate id and an unreadable time; kept.parquet of a run that keeps nothing has the
 local engine's columns; a JSON line's NaN is a bad record, a Parquet NaN a value (null in
 kept.jsonl, NaN in kept.parquet), as locally; bytes paths."""
+
 import json
 import math
 import os
 
-import neardup
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+import neardup
 from neardup.errors import RecordError
 
 T = "the quick brown fox jumps over the lazy dog and then runs far away into the dark forest"
@@ -43,29 +45,41 @@ def test_a_jsonl_glob_names_the_file_and_line(packed, tmp_path):
     d = tmp_path / "in"
     d.mkdir()
     _write(d / "a.jsonl", [json.dumps({"id": "a1", "text": T}), json.dumps({"id": "a2", "text": _story(1)})])
-    _write(d / "b 2%.jsonl", [json.dumps({"id": "b1", "text": _story(2)}),  # (Spark URL-encodes the name)
-                           '{"id": "b2", "text": ',  # malformed
-                           json.dumps({"id": "b3", "text": _story(3), "published_at": "not a time"}),
-                           json.dumps({"id": "a1", "text": _story(4)}),  # a duplicate id
-                           json.dumps({"id": "b5", "text": _story(5), "score": float("nan")})])
-    _write(d / "c.jsonl", [json.dumps({"id": f"c{i}", "text": _story(10 + i) + " " + "padding " * 40})
-                           for i in range(1, 6)])  # the largest file: its split comes first
+    _write(
+        d / "b 2%.jsonl",
+        [
+            json.dumps({"id": "b1", "text": _story(2)}),  # (Spark URL-encodes the name)
+            '{"id": "b2", "text": ',  # malformed
+            json.dumps({"id": "b3", "text": _story(3), "published_at": "not a time"}),
+            json.dumps({"id": "a1", "text": _story(4)}),  # a duplicate id
+            json.dumps({"id": "b5", "text": _story(5), "score": float("nan")}),
+        ],
+    )
+    _write(
+        d / "c.jsonl",
+        [json.dumps({"id": f"c{i}", "text": _story(10 + i) + " " + "padding " * 40}) for i in range(1, 6)],
+    )  # the largest file: its split comes first
     files = [str(d / n) for n in ("a.jsonl", "b 2%.jsonl", "c.jsonl")]
     local = neardup.dedup(files, tmp_path / "local", on_error="skip")
     given = f"file://{d}/*.jsonl"
     sp = dedup_spark(packed, [given], tmp_path / "spark", collect=True, on_error="skip")
     url = f"file://{d}/b 2%.jsonl"
     got = [(r["file"], r["line"], r["field"], r["reason"]) for r in sp.report["skipped_records"]]
-    want = [(url, r["line"], r["field"], r["reason"].replace(str(d), f"file://{d}"))
-            for r in local.report["skipped_records"]]
+    want = [
+        (url, r["line"], r["field"], r["reason"].replace(str(d), f"file://{d}"))
+        for r in local.report["skipped_records"]
+    ]
     assert got == want
     assert [(r["line"], r["field"]) for r in sp.report["skipped_records"]] == [(2, None), (4, "id"), (5, "score")]
     assert "first at file://%s/a.jsonl:1" % d in sp.report["skipped_records"][1]["reason"]
     assert [(r["file"], r["line"]) for r in sp.report["unreadable_time_records"]] == [(url, 3)]
     assert sp.report["inputs"] == [{"path": given, "format": "jsonl", "records": 9, "skipped": 3}]
     assert sp.kept == local.kept
-    lines = [json.loads(x)["id"] for q in sorted((tmp_path / "spark" / "kept.jsonl").glob("part-*"))
-             for x in q.read_text().splitlines()]
+    lines = [
+        json.loads(x)["id"]
+        for q in sorted((tmp_path / "spark" / "kept.jsonl").glob("part-*"))
+        for x in q.read_text().splitlines()
+    ]
     assert lines == local.kept  # in input order: the files in path order (Spark's splits are by size)
     with pytest.raises(RecordError) as err:
         dedup_spark(packed, [given], None)
@@ -88,8 +102,14 @@ def test_an_empty_run_writes_the_local_engines_kept_parquet_columns(spark, tmp_p
     from neardup.engines.spark import dedup_spark
 
     (tmp_path / "day.jsonl").write_text("")
-    t = pa.table({"id": pa.array([1], pa.int32()), "text": [""], "score": pa.array([1.5], pa.float32()),
-                  "when": pa.array([1], pa.timestamp("ms", tz="America/New_York"))})
+    t = pa.table(
+        {
+            "id": pa.array([1], pa.int32()),
+            "text": [""],
+            "score": pa.array([1.5], pa.float32()),
+            "when": pa.array([1], pa.timestamp("ms", tz="America/New_York")),
+        }
+    )
     pq.write_table(t, tmp_path / "day.parquet")  # its one record is bad: skipped
     for name in ("day.jsonl", "day.parquet"):
         src = str(tmp_path / name)
@@ -118,8 +138,12 @@ def test_a_parquet_nan_is_a_value_as_locally(spark, tmp_path):
     from neardup.engines.spark import dedup_spark
 
     src = str(tmp_path / "in.parquet")
-    pq.write_table(pa.table({"id": ["a", "b"], "text": [T, _story(1)], "score": [float("nan"), 1.0],
-                             "v": [[1.5, float("inf")], None]}), src)
+    pq.write_table(
+        pa.table(
+            {"id": ["a", "b"], "text": [T, _story(1)], "score": [float("nan"), 1.0], "v": [[1.5, float("inf")], None]}
+        ),
+        src,
+    )
     for fmt in ("jsonl", "parquet"):
         local = neardup.dedup([src], tmp_path / f"local-{fmt}", output_format=fmt)
         sp = dedup_spark(spark, [src], tmp_path / f"spark-{fmt}", output_format=fmt, collect=True)

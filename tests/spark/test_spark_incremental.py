@@ -1,13 +1,14 @@
 """Daily batches against a band index (Parquet partitioned by band), the day's band rows
 broadcast-joined against it: every day document the local engine pairs with an archive
 document is matched, every match is a true match, and the index grows by the new documents."""
+
 import json
 import os
 
 import pyarrow.dataset as ds
+from spark_corpus import make_corpus, write_jsonl
 
 import neardup
-from spark_corpus import make_corpus, write_jsonl
 
 
 def test_daily_batch_against_band_index(spark, tmp_path):

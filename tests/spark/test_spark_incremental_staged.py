@@ -3,18 +3,24 @@ or is interrupted once everything but the last file is written leaves OUT (day/,
 matches.parquet, batch.json) and the index (bands/, docs/, index.json) exactly as they were,
 and no staging directory (a batch that succeeds, with the index's files linked into its next
 version: test_spark_incremental)."""
+
 import os
 import signal
 
 import pytest
+from spark_corpus import make_corpus, tree, write_jsonl
 
 from neardup.engines.spark.outputs import STAGE_PREFIX
-from spark_corpus import make_corpus, tree, write_jsonl
 
 
 def staging_dirs(*dirs) -> list[str]:
-    return [os.path.join(root, n) for d in dirs for root, subdirs, _ in os.walk(d) for n in subdirs
-            if n.startswith(STAGE_PREFIX)]
+    return [
+        os.path.join(root, n)
+        for d in dirs
+        for root, subdirs, _ in os.walk(d)
+        for n in subdirs
+        if n.startswith(STAGE_PREFIX)
+    ]
 
 
 def test_an_interrupted_batch_leaves_out_and_the_index_as_they_were(spark, tmp_path, monkeypatch):
@@ -49,8 +55,11 @@ def test_an_interrupted_batch_leaves_out_and_the_index_as_they_were(spark, tmp_p
     monkeypatch.setattr(inc, "_write_json", fail_on_batch_json)
     with pytest.raises(KeyboardInterrupt):
         inc.add_batch(spark, index, write_jsonl(tmp_path / "day.jsonl", day), out)
-    assert seen == {"out": ["day", "matches.parquet"], "index": ["bands", "docs", "index.json"],
-                    "day": ["clusters.parquet", "kept.jsonl", "pairs.parquet", "report.json"]}
+    assert seen == {
+        "out": ["day", "matches.parquet"],
+        "index": ["bands", "docs", "index.json"],
+        "day": ["clusters.parquet", "kept.jsonl", "pairs.parquet", "report.json"],
+    }
     assert staging_dirs(out, index) == []
     assert signal.getsignal(signal.SIGINT) is pyspark_handler  # (replaced while the batch ran: put back)
     assert tree(out, inodes=True) == out_before

@@ -1,6 +1,7 @@
 """Inputs the Spark engine named wrongly or refused with a JVM stack trace (found by trying it
 as a user): several Parquet files in one input, DataFrames of many partitions, record columns
 named as the engine's own, file names with glob characters, unreadable files, bad options."""
+
 import gzip
 import json
 import os
@@ -10,10 +11,10 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from parity import assert_same
 
 import neardup
 from neardup.errors import InputFileError, OutputError
-from parity import assert_same
 
 T = "the quick brown fox jumps over the lazy dog and then runs far away into the dark forest"
 
@@ -36,8 +37,11 @@ def test_several_parquet_files_in_one_input_are_numbered_apart(spark, tmp_path):
         sp = dedup_spark(spark, [given], tmp_path / name, collect=True)
         assert sp.report["inputs"][0]["records"] == 5
         assert_same(local, sp)
-        kept = [json.loads(x)["id"] for p in sorted((tmp_path / name / "kept.jsonl").glob("part-*"))
-                for x in p.read_text().splitlines()]
+        kept = [
+            json.loads(x)["id"]
+            for p in sorted((tmp_path / name / "kept.jsonl").glob("part-*"))
+            for x in p.read_text().splitlines()
+        ]
         assert kept == ["a1", "a3", "b1", "b2"]  # in file order
 
 
@@ -49,10 +53,14 @@ def test_dataframes_of_many_partitions_keep_their_records_apart(spark, tmp_path)
 
     from neardup.engines.spark import dedup_spark
 
-    df0 = (spark.range(0, 256, 1, 256).select(
+    df0 = spark.range(0, 256, 1, 256).select(
         F.concat(F.lit("x"), F.col("id").cast("string")).alias("id"),
-        F.when(F.col("id").isin(0, 128), F.lit(T)).otherwise(F.concat(
-            F.lit("unique story number "), F.col("id").cast("string"), F.lit(" about nothing in particular"))).alias("text")))
+        F.when(F.col("id").isin(0, 128), F.lit(T))
+        .otherwise(
+            F.concat(F.lit("unique story number "), F.col("id").cast("string"), F.lit(" about nothing in particular"))
+        )
+        .alias("text"),
+    )
     df1 = spark.createDataFrame([("y0", T + " elsewhere entirely"), ("y1", "")], "id string, text string").coalesce(1)
     sp = dedup_spark(spark, [df0, df1], tmp_path / "out", collect=True, on_error="skip")
     assert [i["records"] for i in sp.report["inputs"]] == [256, 1]
@@ -69,14 +77,27 @@ def test_record_columns_named_as_the_engines_own(spark, tmp_path):
     from neardup.engines.spark import dedup_spark
 
     p = tmp_path / "in.parquet"
-    pq.write_table(pa.table({"id": ["a1", "a2", "a3"], "text": [T, T, _unrelated(1)], "pos": [100, 200, 300],
-                             "src": ["x", "y", "z"], "recno": [7, 8, 9]}), p)
+    pq.write_table(
+        pa.table(
+            {
+                "id": ["a1", "a2", "a3"],
+                "text": [T, T, _unrelated(1)],
+                "pos": [100, 200, 300],
+                "src": ["x", "y", "z"],
+                "recno": [7, 8, 9],
+            }
+        ),
+        p,
+    )
     local = neardup.dedup([str(p)], tmp_path / "local")
     for fmt in ("jsonl", "parquet"):
         sp = dedup_spark(spark, [str(p)], tmp_path / fmt, collect=True, output_format=fmt)
         assert_same(local, sp)
-    lines = [json.loads(x) for q in sorted((tmp_path / "jsonl" / "kept.jsonl").glob("part-*"))
-             for x in q.read_text().splitlines()]
+    lines = [
+        json.loads(x)
+        for q in sorted((tmp_path / "jsonl" / "kept.jsonl").glob("part-*"))
+        for x in q.read_text().splitlines()
+    ]
     assert [(r["pos"], r["src"], r["recno"]) for r in lines] == [(100, "x", 7), (300, "z", 9)]
     assert lines == [json.loads(x) for x in (tmp_path / "local" / "kept.jsonl").read_text().splitlines()]
     t = pq.read_table(tmp_path / "parquet" / "kept.parquet")
@@ -90,8 +111,9 @@ def test_file_names_with_glob_characters_are_the_files_themselves(spark, tmp_pat
 
     two = "".join(json.dumps({"id": f"s{i}", "text": T}) + "\n" for i in range(2))
     (tmp_path / "st*ar.jsonl").write_text(two)
-    (tmp_path / "stXar.jsonl").write_text("".join(json.dumps({"id": f"o{i}", "text": _unrelated(i)}) + "\n"
-                                                  for i in range(10)))
+    (tmp_path / "stXar.jsonl").write_text(
+        "".join(json.dumps({"id": f"o{i}", "text": _unrelated(i)}) + "\n" for i in range(10))
+    )
     (tmp_path / "we[ird]{a,b}.jsonl").write_text(two)
     for name in ("st*ar.jsonl", "we[ird]{a,b}.jsonl"):
         sp = dedup_spark(spark, [str(tmp_path / name)], tmp_path / "out", collect=True)
@@ -125,9 +147,27 @@ def test_bad_partitions_and_an_output_that_is_a_file_are_refused_before_the_job(
     with pytest.raises(OutputError):
         dedup_spark(spark, [str(src)], tmp_path / "file")
     # the CLI: a usage error, exit 2, one line
-    r = subprocess.run([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[1]",
-                        str(src), "-o", str(tmp_path / "o"), "--partitions", "-3"],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "neardup.cli",
+            "dedup",
+            "--engine",
+            "spark",
+            "--master",
+            "local[1]",
+            str(src),
+            "-o",
+            str(tmp_path / "o"),
+            "--partitions",
+            "-3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
     assert r.returncode == 2 and "partitions must be a positive integer" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -154,16 +194,21 @@ def test_zoned_timestamps_of_a_parquet_input_keep_their_zone(spark, tmp_path):
     from neardup.engines.spark import dedup_spark
 
     n = 4
-    when = [dt.datetime(2024, 1, 1 + i, tzinfo=dt.timezone.utc) for i in range(n)]
+    when = [dt.datetime(2024, 1, 1 + i, tzinfo=dt.UTC) for i in range(n)]
     src = tmp_path / "in.parquet"
-    pq.write_table(pa.table({
-        "id": [f"d{i}" for i in range(n)],
-        "text": [T + f" v{i}" if i < 2 else _unrelated(i) for i in range(n)],
-        "published_at": pa.array(when, pa.timestamp("us", tz="UTC")),
-        "seen": pa.array(when, pa.timestamp("ms", tz="America/New_York")),
-        "pos": pa.array(when, pa.timestamp("us", tz="Asia/Kolkata")),  # (renamed inside the run)
-        "naive": pa.array([w.replace(tzinfo=None) for w in when], pa.timestamp("us")),
-    }), src)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [f"d{i}" for i in range(n)],
+                "text": [T + f" v{i}" if i < 2 else _unrelated(i) for i in range(n)],
+                "published_at": pa.array(when, pa.timestamp("us", tz="UTC")),
+                "seen": pa.array(when, pa.timestamp("ms", tz="America/New_York")),
+                "pos": pa.array(when, pa.timestamp("us", tz="Asia/Kolkata")),  # (renamed inside the run)
+                "naive": pa.array([w.replace(tzinfo=None) for w in when], pa.timestamp("us")),
+            }
+        ),
+        src,
+    )
     for fmt in ("jsonl", "parquet"):
         neardup.dedup([str(src)], tmp_path / f"local-{fmt}", output_format=fmt)
         dedup_spark(spark, [str(src)], tmp_path / f"spark-{fmt}", output_format=fmt)
@@ -188,7 +233,14 @@ def test_a_dataframe_column_named_as_the_partition_offset(spark, tmp_path):
     assert sp.report["inputs"][0]["records"] == 9 and len(sp.report["skipped_records"]) == 1
     bad = sp.report["skipped_records"][0]
     assert 1 <= bad["line"] <= 10 and "empty" in bad["reason"]
-    assert {frozenset([c["keeper"]] + [m["id"] for m in c["members"]]) for c in sp.clusters} == {frozenset({"r1", "r7"})}
+    assert {frozenset([c["keeper"]] + [m["id"] for m in c["members"]]) for c in sp.clusters} == {
+        frozenset({"r1", "r7"})
+    }
     kdir = tmp_path / "out" / "kept.jsonl"
-    kept = [json.loads(x) for n in sorted(os.listdir(kdir)) if n.startswith("part-") for x in (kdir / n).read_text().splitlines()]
+    kept = [
+        json.loads(x)
+        for n in sorted(os.listdir(kdir))
+        if n.startswith("part-")
+        for x in (kdir / n).read_text().splitlines()
+    ]
     assert len(kept) == 8 and all(k["_off"] == -int(k["id"][1:]) for k in kept)

@@ -3,6 +3,7 @@ hidden staging directory in OUT and moved into place together at the end, so tha
 fails or is interrupted (Ctrl-C; SIGTERM/SIGHUP in the CLI) leaves the previous run's outputs as
 they were and none of its own; the rerun rule (the other format's kept output of the previous
 run removed); `neardup dedup --engine spark` stopped by SIGTERM cleans up as after Ctrl-C."""
+
 import json
 import os
 import re
@@ -13,10 +14,10 @@ import sys
 import time
 
 import pytest
+from spark_corpus import make_corpus, tree, write_jsonl
 
 from neardup.engines.spark.outputs import STAGE_PREFIX, OutputStage, stale_kept
 from neardup.errors import OutputError
-from spark_corpus import make_corpus, tree, write_jsonl
 
 
 def without_stage(t: dict) -> dict:
@@ -248,7 +249,7 @@ class EventLog:
                 with open(p, "rb") as fh:
                     fh.seek(self.offsets.get(p, 0))
                     data = fh.read()
-                done = data[:data.rfind(b"\n") + 1]  # (whole lines only: the rest is being written)
+                done = data[: data.rfind(b"\n") + 1]  # (whole lines only: the rest is being written)
                 self.offsets[p] = self.offsets.get(p, 0) + len(done)
                 self.events += [json.loads(x) for x in done.splitlines() if x.strip()]
         return self.events
@@ -258,8 +259,12 @@ class EventLog:
         out = {}
         for e in self.events:
             if e["Event"] == "SparkListenerJobStart":
-                out[e["Job ID"]] = {"group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
-                                    "start": e["Submission Time"], "end": None, "result": None}
+                out[e["Job ID"]] = {
+                    "group": (e.get("Properties") or {}).get("spark.jobGroup.id"),
+                    "start": e["Submission Time"],
+                    "end": None,
+                    "result": None,
+                }
             elif e["Event"] == "SparkListenerJobEnd" and e["Job ID"] in out:
                 out[e["Job ID"]].update(end=e["Completion Time"], result=e["Job Result"])
         return out
@@ -317,6 +322,7 @@ def test_ctrl_c_mid_write_cancels_the_runs_jobs_and_cleans_up(tmp_path):
 def _group_gone(pgid: int, timeout: float = 60) -> None:
     """Wait until no process of the process group `pgid` is left (the command's JVM ends after
     it, once its shutdown has run: the event log is then complete)."""
+
     def alive() -> bool:
         if not os.path.isdir("/proc/self"):
             try:
@@ -344,7 +350,8 @@ def _group_gone(pgid: int, timeout: float = 60) -> None:
 
 _DAEMON_BROKEN_PIPE = re.compile(
     r"Traceback \(most recent call last\):\n(?:  File \"[^\"]*pyspark/daemon\.py\", line \d+, in \w+\n)+"
-    r"BrokenPipeError: \[Errno 32\] Broken pipe\n")
+    r"BrokenPipeError: \[Errno 32\] Broken pipe\n"
+)
 
 
 def _signal_when(p: subprocess.Popen, ready, send) -> tuple:
@@ -378,26 +385,53 @@ def _spark_dedup(corpus, tmp_path) -> tuple:
     before = tree(out)
     ev = tmp_path / "events"
     ev.mkdir()
-    return subprocess.Popen([sys.executable, "-m", "neardup.cli", "dedup", "--engine", "spark", "--master", "local[2]",
-                             corpus, "-o", str(out), "-q"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
-                            start_new_session=True,
-                            # SIGINT as a terminal's foreground job has it (a test run in the
-                            # background of a non-interactive shell inherits it ignored)
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)), out, before, ev
+    return (
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "neardup.cli",
+                "dedup",
+                "--engine",
+                "spark",
+                "--master",
+                "local[2]",
+                corpus,
+                "-o",
+                str(out),
+                "-q",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_SUBMIT_ARGS": _event_log_args(ev)},
+            start_new_session=True,
+            # SIGINT as a terminal's foreground job has it (a test run in the
+            # background of a non-interactive shell inherits it ignored)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        ),
+        out,
+        before,
+        ev,
+    )
 
 
 def _event_log_args(d) -> str:
     """PYSPARK_SUBMIT_ARGS for an uncompressed event log in `d` (read as it is written)."""
-    return (f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{d} "
-            "--conf spark.eventLog.compress=false pyspark-shell")
+    return (
+        f"--conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://{d} "
+        "--conf spark.eventLog.compress=false pyspark-shell"
+    )
 
 
 def _all_ended_or_cancelled(jobs: dict, group: str) -> None:
     ours = {j: x for j, x in jobs.items() if x["group"] == group}
     assert ours and all(x["end"] is not None for x in ours.values()), ours
-    assert all(x["result"]["Result"] == "JobSucceeded" or f"cancelled part of cancelled job group {group}" in
-               x["result"]["Exception"]["Message"] for x in ours.values()), ours
+    assert all(
+        x["result"]["Result"] == "JobSucceeded"
+        or f"cancelled part of cancelled job group {group}" in x["result"]["Exception"]["Message"]
+        for x in ours.values()
+    ), ours
 
 
 def test_plain_sigint_raises_once_and_leaves_a_handler_of_the_callers(monkeypatch):

@@ -1,16 +1,16 @@
 """Same input, same parameters: the Spark engine (local[2]) and the local engine give the same
 clusters, keepers, member similarities and kept records."""
+
 import json
 import os
 
 import pyarrow.parquet as pq
 import pytest
+from parity import assert_same, canon_clusters
+from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
 
 import neardup
 from neardup.errors import RecordError
-
-from parity import assert_same, canon_clusters
-from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +90,25 @@ def test_cli_engine_spark(spark, synth_file, tmp_path, capsys):
     from neardup.cli import main
 
     out = tmp_path / "cli"
-    assert main(["dedup", synth_file, "-o", str(out), "--engine", "spark", "--partitions", "4",
-                 "--format", "parquet", "--prefer-source", "agency"]) == 0
+    assert (
+        main(
+            [
+                "dedup",
+                synth_file,
+                "-o",
+                str(out),
+                "--engine",
+                "spark",
+                "--partitions",
+                "4",
+                "--format",
+                "parquet",
+                "--prefer-source",
+                "agency",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "clusters:" in text
     report = json.loads((out / "report.json").read_text())
@@ -111,8 +128,10 @@ def test_jsonl_zst_input_like_the_local_engine(spark, tmp_path):
     twin = " ".join(f"w{i}" for i in range(40))  # integer ids: alternates written as numbers
     lines += [json.dumps({"id": 900001, "text": twin}).encode(), json.dumps({"id": 900002, "text": twin}).encode()]
     # kept lines the JVM does not splice: trailing whitespace, an "alternates" key already there
-    lines += [b'{"id": "ws", "text": "trailing blanks after the record"}  \t',
-              b'{"id": "has-alt", "text": "a record with its own alternates key", "alternates": [1]}']
+    lines += [
+        b'{"id": "ws", "text": "trailing blanks after the record"}  \t',
+        b'{"id": "has-alt", "text": "a record with its own alternates key", "alternates": [1]}',
+    ]
     path = tmp_path / "in.jsonl.zst"
     path.write_bytes(zstandard.ZstdCompressor().compress(b"\n".join(lines) + b"\n"))
     local = neardup.dedup(str(path), tmp_path / "local", on_error="skip")
@@ -137,9 +156,18 @@ def test_binary_parquet_columns_like_the_local_engine(spark, tmp_path):
     texts = [d["text"].encode() for d in docs]
     texts[5] = b"caf\xe9 au lait and more words"  # Latin-1, not UTF-8
     path = tmp_path / "bin.parquet"
-    pq.write_table(pa.table({"id": b([d["id"] for d in docs]), "title": b([f"t{i % 3}" for i in range(len(docs))]),
-                             "text": pa.array(texts, pa.binary()), "source": b([d["source"] for d in docs])}),
-                   path, row_group_size=16)
+    pq.write_table(
+        pa.table(
+            {
+                "id": b([d["id"] for d in docs]),
+                "title": b([f"t{i % 3}" for i in range(len(docs))]),
+                "text": pa.array(texts, pa.binary()),
+                "source": b([d["source"] for d in docs]),
+            }
+        ),
+        path,
+        row_group_size=16,
+    )
     kw = dict(on_error="skip", title_field="title", prefer_source=["agency"])
     local = neardup.dedup(str(path), tmp_path / "local", **kw)
     sp = dedup_spark(spark, str(path), tmp_path / "spark", collect=True, **kw)
@@ -147,8 +175,12 @@ def test_binary_parquet_columns_like_the_local_engine(spark, tmp_path):
     assert local.report["near_copies_removed"] >= 3  # (the comparison is not vacuous)
     assert_same(local, sp)
     kdir = tmp_path / "spark" / "kept.jsonl"
-    kept = [json.loads(x) for n in sorted(os.listdir(kdir)) if n.startswith("part-")
-            for x in (kdir / n).read_text().splitlines()]
+    kept = [
+        json.loads(x)
+        for n in sorted(os.listdir(kdir))
+        if n.startswith("part-")
+        for x in (kdir / n).read_text().splitlines()
+    ]
     assert kept == [json.loads(x) for x in (tmp_path / "local" / "kept.jsonl").read_text().splitlines()]
 
 

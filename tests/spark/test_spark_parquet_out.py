@@ -1,6 +1,7 @@
 """kept.parquet on Spark is the local engine's file: the same columns in the same order, the
 same types and the same rows in the same (input) order, for records that do not agree on
 their fields (pipeline/parquet_out.py's rule; both engines write through ``write_kept``)."""
+
 import csv
 import io
 import json
@@ -8,11 +9,10 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import neardup
-
 from parity import assert_same
 from spark_corpus import make_corpus
+
+import neardup
 
 
 def _shaped(docs: list[dict]) -> list[dict]:
@@ -65,10 +65,18 @@ def inputs(tmp_path_factory):
     cs_path = d / "b.csv"
     cs_path.write_text(buf.getvalue())
     pq_path = d / "c.parquet"
-    pq.write_table(pa.table({"id": [r["id"] for r in pa_rows], "text": [r["text"] for r in pa_rows],
-                             "views": pa.array([i for i in range(len(pa_rows))], pa.int32()),
-                             "rank": pa.array([float(i) / 3 for i in range(len(pa_rows))])}), pq_path,
-                   row_group_size=16)
+    pq.write_table(
+        pa.table(
+            {
+                "id": [r["id"] for r in pa_rows],
+                "text": [r["text"] for r in pa_rows],
+                "views": pa.array([i for i in range(len(pa_rows))], pa.int32()),
+                "rank": pa.array([float(i) / 3 for i in range(len(pa_rows))]),
+            }
+        ),
+        pq_path,
+        row_group_size=16,
+    )
     return [str(jl_path), str(cs_path), str(pq_path)]
 
 
@@ -96,8 +104,23 @@ def test_kept_parquet_is_the_local_engines(spark, inputs, tmp_path, monkeypatch,
     lt, st = _read(tmp_path / "local" / "kept.parquet"), _read(tmp_path / "spark" / "kept.parquet")
     # the inputs really disagree: a late field, a clash made a string, a nested object and list
     # (in order of first appearance: the JSONL fields, then the CSV's region, the Parquet's rank)
-    assert lt.column_names == ["id", "text", "published_at", "source", "original_id", "copy_kind", "views", "meta",
-                               "tags", "note", "extra", "flag", "alternates", "region", "rank"]
+    assert lt.column_names == [
+        "id",
+        "text",
+        "published_at",
+        "source",
+        "original_id",
+        "copy_kind",
+        "views",
+        "meta",
+        "tags",
+        "note",
+        "extra",
+        "flag",
+        "alternates",
+        "region",
+        "rank",
+    ]
     assert lt.schema.field("views").type == lt.schema.field("flag").type == lt.schema.field("extra").type == pa.string()
     assert lt.schema.field("note").type == pa.null()
     assert pa.types.is_struct(lt.schema.field("meta").type)
@@ -128,8 +151,11 @@ def test_no_kept_records_is_the_local_engines_empty_file(spark, tmp_path):
     neardup.dedup(str(path), tmp_path / "local", **kw)
     dedup_spark(spark, str(path), tmp_path / "spark", **kw)
     lt, st = _read(tmp_path / "local" / "kept.parquet"), _read(tmp_path / "spark" / "kept.parquet")
-    assert lt.schema == st.schema == pa.schema([("id", pa.string()), ("text", pa.string()),
-                                                ("alternates", pa.list_(pa.string()))])
+    assert (
+        lt.schema
+        == st.schema
+        == pa.schema([("id", pa.string()), ("text", pa.string()), ("alternates", pa.list_(pa.string()))])
+    )
     assert lt.num_rows == st.num_rows == 0
 
 
@@ -141,15 +167,25 @@ def test_kept_line_kernel_parses_lines_as_the_local_engine():
 
     from neardup.engines.spark.outputs import _ALT_INT, _ALTS, _kept_lines_records
 
-    t = pa.table({"value": pa.array(['{"id": "a", "n": 1.0}', "  ", None, '{"id": "b", "alternates": 3}']),
-                  _ALTS: pa.array([["x", "7"], None, None, None], pa.list_(pa.string())),
-                  _ALT_INT: pa.array([[False, True], None, None, None], pa.list_(pa.bool_()))})
+    t = pa.table(
+        {
+            "value": pa.array(['{"id": "a", "n": 1.0}', "  ", None, '{"id": "b", "alternates": 3}']),
+            _ALTS: pa.array([["x", "7"], None, None, None], pa.list_(pa.string())),
+            _ALT_INT: pa.array([[False, True], None, None, None], pa.list_(pa.bool_())),
+        }
+    )
     got = [pickle.loads(x) for x in _kept_lines_records(t).column("rec").to_pylist()]
     assert got == [({"id": "a", "n": 1.0}, ["x", 7]), ({"id": "b", "alternates": 3}, [])]
-    tb = pa.table({"value": pa.array([b'{"id": "c", "t": "caf\xc3\xa9"}', b"\t"], pa.binary()),
-                   _ALTS: pa.array([None, None], pa.list_(pa.string())),
-                   _ALT_INT: pa.array([None, None], pa.list_(pa.bool_()))})
-    assert [pickle.loads(x) for x in _kept_lines_records(tb).column("rec").to_pylist()] == [({"id": "c", "t": "café"}, [])]
+    tb = pa.table(
+        {
+            "value": pa.array([b'{"id": "c", "t": "caf\xc3\xa9"}', b"\t"], pa.binary()),
+            _ALTS: pa.array([None, None], pa.list_(pa.string())),
+            _ALT_INT: pa.array([None, None], pa.list_(pa.bool_())),
+        }
+    )
+    assert [pickle.loads(x) for x in _kept_lines_records(tb).column("rec").to_pylist()] == [
+        ({"id": "c", "t": "café"}, [])
+    ]
 
 
 def test_integer_ids_alternates_are_integers_in_both_engines(spark, tmp_path):
@@ -176,8 +212,11 @@ def test_integer_ids_alternates_are_integers_in_both_engines(spark, tmp_path):
     alts = [a for r in lt.to_pylist() for a in r["alternates"]]
     assert alts and all(type(a) is int for a in alts)
     lj = [json.loads(x) for x in (tmp_path / "local-jsonl" / "kept.jsonl").read_text().splitlines()]
-    sj = [json.loads(x) for p in sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*"))
-          for x in p.read_text().splitlines()]
+    sj = [
+        json.loads(x)
+        for p in sorted((tmp_path / "spark-jsonl" / "kept.jsonl").glob("part-*"))
+        for x in p.read_text().splitlines()
+    ]
     assert [r["alternates"] for r in lj] == [r["alternates"] for r in sj] == [r["alternates"] for r in lt.to_pylist()]
 
 

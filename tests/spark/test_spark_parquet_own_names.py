@@ -2,13 +2,14 @@
 (``__neardup_file``, ``__neardup_row``, ``__neardup_off``: the record numbering of several
 files) runs as locally and keeps those columns' values: they were overwritten by the file's
 name and the run failed on a missing attribute."""
+
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-
-import neardup
 from parity import assert_same
 from spark_corpus import make_corpus
+
+import neardup
 
 
 def test_record_columns_named_as_the_engines_own(spark, tmp_path):
@@ -25,7 +26,7 @@ def test_record_columns_named_as_the_engines_own(spark, tmp_path):
     paths = []
     for k in range(3):  # several files: the numbering's join is used
         p = d / f"part-{k}.parquet"
-        pq.write_table(pa.Table.from_pylist(docs[k * 30:(k + 1) * 30]), p)
+        pq.write_table(pa.Table.from_pylist(docs[k * 30 : (k + 1) * 30]), p)
         paths.append(str(p))
     local = neardup.dedup(paths, tmp_path / "local", output_format="parquet")
     sp = dedup_spark(spark, [f"file://{d}"], tmp_path / "spark", collect=True, output_format="parquet")

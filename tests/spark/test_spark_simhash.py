@@ -1,14 +1,14 @@
 """--method simhash on Spark: the local engine's candidates (every pair within max_distance
 bits, found by block tables), its verification, clusters and keepers."""
+
 import json
 import os
 
 import pytest
-
-import neardup
-
 from parity import assert_same, canon_clusters
 from spark_corpus import REUTERS, make_corpus, synth_parquet, write_jsonl
+
+import neardup
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +64,27 @@ def test_cli_simhash_on_spark(spark, synth_file, tmp_path, capsys):
     from neardup.cli import main
 
     out = tmp_path / "cli"
-    assert main(["dedup", synth_file, "-o", str(out), "--engine", "spark", "--partitions", "4",
-                 "--method", "simhash", "--max-distance", "6", "--k", "3"]) == 0
+    assert (
+        main(
+            [
+                "dedup",
+                synth_file,
+                "-o",
+                str(out),
+                "--engine",
+                "spark",
+                "--partitions",
+                "4",
+                "--method",
+                "simhash",
+                "--max-distance",
+                "6",
+                "--k",
+                "3",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "SimHash 64-bit" in text and "within 6 bits" in text
     local = neardup.dedup(synth_file, None, method="simhash", max_distance=6, k=3)

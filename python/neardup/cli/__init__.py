@@ -11,6 +11,7 @@ Importing it loads neither NumPy, pyarrow, the compiled core, the engines nor th
 command imports what it runs when it runs (tests/cli/test_startup.py). No library module
 imports this package.
 """
+
 from neardup.cli.entry import main
 
 __all__ = ["main"]

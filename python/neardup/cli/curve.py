@@ -1,4 +1,5 @@
 """``neardup curve``: print (and plot) the LSH S-curve for a threshold."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,10 @@ def run(a: argparse.Namespace) -> int:
     print(f"threshold {a.threshold}, num_perm {a.num_perm}: {b} bands x {r} rows ({how})")
     others = []
     if a.num_perm > CURVE_OPTIMISER_MAX:
-        print(f"(datasketch's optimiser left out above num_perm {CURVE_OPTIMISER_MAX:,}: it integrates every "
-              f"split, 5 s at 8,192 and minutes past that)")
+        print(
+            f"(datasketch's optimiser left out above num_perm {CURVE_OPTIMISER_MAX:,}: it integrates every "
+            f"split, 5 s at 8,192 and minutes past that)"
+        )
     else:
         try:
             db, dr = lsh.optimal_params(a.threshold, a.num_perm)

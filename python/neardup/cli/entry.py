@@ -1,5 +1,6 @@
 """``neardup``'s entry: parse, dispatch to the command's module, turn errors into exit codes
 (neardup.cli.exits), Ctrl-C and a closed stdout into theirs."""
+
 from __future__ import annotations
 
 import argparse

@@ -20,6 +20,7 @@ One mechanism, :func:`exit_for`, turns an error into its message and code for ev
 :func:`batch_rules` for dedup, demo, curve, eval and synth, :func:`index_rules` for
 ``neardup index ...`` and ``serve``.
 """
+
 from __future__ import annotations
 
 import sys
@@ -64,9 +65,16 @@ def batch_rules(command: str) -> list[Rule]:
     return [
         (Terminated, None, "neardup: terminated ({exc})"),
         (KeyboardInterrupt, EXIT_INTERRUPTED, "neardup: interrupted"),
-        (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}\n" + (
-            "(eval reads the corpus as the run did, with its --on-error: is it the corpus the run read?)"
-            if command == "eval" else "(use --on-error skip to skip bad records and list them in report.json)")),
+        (
+            RecordError,
+            EXIT_RECORD,
+            "neardup {prog}: bad record: {exc}\n"
+            + (
+                "(eval reads the corpus as the run did, with its --on-error: is it the corpus the run read?)"
+                if command == "eval"
+                else "(use --on-error skip to skip bad records and list them in report.json)"
+            ),
+        ),
         (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
         (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
         (InvalidParameterError, EXIT_USAGE, "neardup {prog}: {exc}"),
@@ -102,8 +110,11 @@ def index_rules(name: str) -> list[Rule]:
         ((IndexLockedError, BackupBusyError), EXIT_LOCKED, "neardup {prog}: {exc}"),
         (ListenError, EXIT_LISTEN, "neardup {prog}: {exc}"),
         (IndexCorruptError, EXIT_CORRUPT, "neardup {prog}: the index is damaged: {exc}"),
-        (_SqliteDamage, EXIT_CORRUPT, ("neardup {prog}: the index is damaged: index.sqlite: {exc} "
-                                       "(neardup index check says more)")),
+        (
+            _SqliteDamage,
+            EXIT_CORRUPT,
+            ("neardup {prog}: the index is damaged: index.sqlite: {exc} (neardup index check says more)"),
+        ),
         (ScrubIncompleteError, EXIT_OUTPUT, "neardup {prog}: {exc}"),
         (IndexConfigError, EXIT_CONFIG, "neardup {prog}: {exc}"),
         ((IndexNotFoundError, IndexExistsError, DocumentNotFoundError), EXIT_NOT_FOUND, "neardup {prog}: {exc}"),
@@ -111,12 +122,18 @@ def index_rules(name: str) -> list[Rule]:
         (RecordError, EXIT_RECORD, "neardup {prog}: bad record: {exc}" + nothing),
         (InputFileError, EXIT_INPUT, "neardup {prog}: cannot read input: {exc}"),
         (OutputError, EXIT_OUTPUT, "neardup {prog}: cannot write output: {exc}"),
-        (_DiskFull, EXIT_OUTPUT, ("neardup {prog}: cannot write: the disk is full ({exc}); the index is as it "
-                                  "was before this command")),
+        (
+            _DiskFull,
+            EXIT_OUTPUT,
+            ("neardup {prog}: cannot write: the disk is full ({exc}); the index is as it was before this command"),
+        ),
         # an operating system's error no rule above names (a file where a directory goes, a
         # directory where a file goes, ...): said, not a traceback
-        (OSError, EXIT_OUTPUT if name in ("index init", "index export", "index compact", "index backup") else EXIT_INPUT,
-         "neardup {prog}: {exc}"),
+        (
+            OSError,
+            EXIT_OUTPUT if name in ("index init", "index export", "index compact", "index backup") else EXIT_INPUT,
+            "neardup {prog}: {exc}",
+        ),
         ((InvalidParameterError, ValueError), EXIT_USAGE, "neardup {prog}: {exc}"),
         (NeardupError, EXIT_INTERNAL, "neardup {prog}: {exc}"),
     ]
@@ -154,4 +171,3 @@ class _SqliteDamageMeta(type):
 
 class _SqliteDamage(metaclass=_SqliteDamageMeta):
     pass
-

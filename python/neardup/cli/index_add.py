@@ -1,7 +1,6 @@
 """``neardup index add``: add a batch of documents to an index."""
-from __future__ import annotations
 
-from typing import IO
+from __future__ import annotations
 
 import argparse
 import contextlib
@@ -10,6 +9,7 @@ import json
 import os
 import sys
 import time
+from typing import IO
 
 from neardup.cli import settings_args
 from neardup.cli.exits import EXIT_OK
@@ -29,12 +29,20 @@ def run(a: argparse.Namespace) -> int:
         # the verdicts' file is opened before the add: one that cannot be written is said while
         # nothing is added yet (it was found after the commit: the batch in, its verdicts lost)
         with _verdicts_out(a.verdicts) as vf:
-            with _without_cyclic_gc(), Index.open(a.dir, threads=a.threads, segment_min=a.segment_min,
-                                                  l0_max=a.l0_max,
-                                                  **settings_args.values_from_args(a, CHECKED)) as idx:
+            with (
+                _without_cyclic_gc(),
+                Index.open(
+                    a.dir,
+                    threads=a.threads,
+                    segment_min=a.segment_min,
+                    l0_max=a.l0_max,
+                    **settings_args.values_from_args(a, CHECKED),
+                ) as idx,
+            ):
                 before = idx.stats()["batches"]
-                verdicts = idx.add(a.inputs if a.inputs != ["-"] else "-", fields=fields(a), max_chars=a.max_chars,
-                                   on_error=a.on_error)
+                verdicts = idx.add(
+                    a.inputs if a.inputs != ["-"] else "-", fields=fields(a), max_chars=a.max_chars, on_error=a.on_error
+                )
                 st = idx.totals()
             dt = time.perf_counter() - t0
             if vf is not None:
@@ -45,8 +53,15 @@ def run(a: argparse.Namespace) -> int:
     dup = verdicts.duplicates
     out = sys.stderr if a.verdicts == "-" else sys.stdout  # (stdout holds the verdicts then)
     bad_times = verdicts.unreadable_times
-    summary = {"added": len(verdicts), "new": len(verdicts) - dup, "duplicates": dup, "seconds": round(dt, 3),
-               "documents": st["documents"], "clusters": st["clusters"], "unreadable_times": len(bad_times)}
+    summary = {
+        "added": len(verdicts),
+        "new": len(verdicts) - dup,
+        "duplicates": dup,
+        "seconds": round(dt, 3),
+        "documents": st["documents"],
+        "clusters": st["clusters"],
+        "unreadable_times": len(bad_times),
+    }
     if a.on_error == "skip":
         skipped = verdicts.skipped
         summary["skipped"] = len(skipped)
@@ -54,21 +69,29 @@ def run(a: argparse.Namespace) -> int:
         for e in skipped[:20]:
             print(f"neardup index add: skipped {e}", file=sys.stderr)
         if len(skipped) > 20:
-            print(f"neardup index add: ... and {len(skipped) - 20:,} more skipped (--json lists the first 1,000)",
-                  file=sys.stderr)
+            print(
+                f"neardup index add: ... and {len(skipped) - 20:,} more skipped (--json lists the first 1,000)",
+                file=sys.stderr,
+            )
     if bad_times:
         first = "; ".join(f"{i!r}: {why}" for i, why in bad_times[:3])
-        print(f"neardup index add: warning: {plural(len(bad_times), 'time')} could not be read and count as missing "
-              f"for the keeper rule (the values are kept with the documents' fields): {first}"
-              + (" ..." if len(bad_times) > 3 else ""), file=sys.stderr)
+        print(
+            f"neardup index add: warning: {plural(len(bad_times), 'time')} could not be read and count as missing "
+            f"for the keeper rule (the values are kept with the documents' fields): {first}"
+            + (" ..." if len(bad_times) > 3 else ""),
+            file=sys.stderr,
+        )
     if a.json:
         print(json.dumps(summary), file=out)
     else:
-        print(f"added {plural(len(verdicts), 'document')} in {dt:.2f} s: {plural(len(verdicts) - dup, 'new story', 'new stories')}, "
-              f"{plural(dup, 'duplicate')}"
-              + (f", {plural(len(verdicts.skipped), 'record')} skipped" if verdicts.skipped else "")
-              + f"; the index holds {plural(st['documents'], 'document')}, "
-              f"{plural(st['clusters'], 'cluster')} of two or more", file=out)
+        print(
+            f"added {plural(len(verdicts), 'document')} in {dt:.2f} s: {plural(len(verdicts) - dup, 'new story', 'new stories')}, "
+            f"{plural(dup, 'duplicate')}"
+            + (f", {plural(len(verdicts.skipped), 'record')} skipped" if verdicts.skipped else "")
+            + f"; the index holds {plural(st['documents'], 'document')}, "
+            f"{plural(st['clusters'], 'cluster')} of two or more",
+            file=out,
+        )
     return EXIT_OK
 
 

@@ -1,5 +1,6 @@
 """``neardup index init, stats, export, remove, compact, check, backup``: make, look into and
 look after an index."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,23 +13,45 @@ from neardup.cli.index_common import interrupted, plural, read_text_file
 
 #: The settings ``index init`` takes, in their --help order: every Settings field but
 #: ``max_chars`` (a limit of each add, not stored: ``index add --max-chars``).
-INIT_SETTINGS = ("method", "max_distance", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall",
-                 "bands", "rows", "verify", "measure", "prefer_source")
+INIT_SETTINGS = (
+    "method",
+    "max_distance",
+    "k",
+    "unit",
+    "num_perm",
+    "scheme",
+    "seed",
+    "threshold",
+    "recall",
+    "bands",
+    "rows",
+    "verify",
+    "measure",
+    "prefer_source",
+)
 
 
 def init(a: argparse.Namespace) -> int:
     from neardup.index import Index
 
-    idx = Index.create(a.dir, **settings_args.values_from_args(a, INIT_SETTINGS), store_text=not a.no_text,
-                       signature_bits=a.signature_bits, segment_min=a.segment_min, l0_max=a.l0_max,
-                       merge_max=a.merge_max)
+    idx = Index.create(
+        a.dir,
+        **settings_args.values_from_args(a, INIT_SETTINGS),
+        store_text=not a.no_text,
+        signature_bits=a.signature_bits,
+        segment_min=a.segment_min,
+        l0_max=a.l0_max,
+        merge_max=a.merge_max,
+    )
     c = idx.config
     idx.close()
     if c.settings.method == "simhash":  # no permutations or bands: 64-bit fingerprints in block tables
         how = f"simhash k={c.settings.k} max_distance={c.settings.max_distance} ({c.settings.max_distance + 1} blocks)"
     else:
-        how = (f"{c.settings.method} k={c.settings.k} num_perm={c.settings.num_perm} scheme={c.settings.scheme} "
-               f"seed={c.settings.seed}, {c.bands} bands x {c.rows} rows")
+        how = (
+            f"{c.settings.method} k={c.settings.k} num_perm={c.settings.num_perm} scheme={c.settings.scheme} "
+            f"seed={c.settings.seed}, {c.bands} bands x {c.rows} rows"
+        )
     print(f"created index {a.dir}: {how}, threshold {c.settings.threshold}, verify {c.settings.verify}")
     return EXIT_OK
 
@@ -50,11 +73,18 @@ def export(a: argparse.Namespace) -> int:
     from neardup.index import Index
     from neardup.io.writers import atomic_open, dumps
 
-    kind = "jsonl" if a.out == "-" or a.out.lower().endswith(".jsonl") else \
-        "parquet" if a.out.lower().endswith(".parquet") else None
+    kind = (
+        "jsonl"
+        if a.out == "-" or a.out.lower().endswith(".jsonl")
+        else "parquet"
+        if a.out.lower().endswith(".parquet")
+        else None
+    )
     if kind is None:
-        print(f"neardup index export: -o {a.out}: name a .jsonl or .parquet file, or '-' for JSONL on stdout",
-              file=sys.stderr)
+        print(
+            f"neardup index export: -o {a.out}: name a .jsonl or .parquet file, or '-' for JSONL on stdout",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     n = 0
     with Index.open(a.dir) as idx:
@@ -68,9 +98,19 @@ def export(a: argparse.Namespace) -> int:
             import pyarrow.parquet as pq
 
             # ids as strings (an index may hold integer and string ids: one column type)
-            schema = pa.schema([("cluster", pa.int64()), ("keeper", pa.string()), ("size", pa.int64()),
-                                ("members", pa.list_(pa.struct([("id", pa.string()), ("similarity", pa.float64()),
-                                                                ("match", pa.string())])))])
+            schema = pa.schema(
+                [
+                    ("cluster", pa.int64()),
+                    ("keeper", pa.string()),
+                    ("size", pa.int64()),
+                    (
+                        "members",
+                        pa.list_(
+                            pa.struct([("id", pa.string()), ("similarity", pa.float64()), ("match", pa.string())])
+                        ),
+                    ),
+                ]
+            )
             with atomic_open(a.out, "wb") as f, pq.ParquetWriter(f, schema) as w:
                 block: list[dict] = []
                 for r in rows:
@@ -123,8 +163,10 @@ def compact(a: argparse.Namespace) -> int:
 
     with Index.open(a.dir) as idx:
         r = idx.compact()
-    print(f"compacted: {r['bytes_before']:,} -> {r['bytes_after']:,} bytes on disk"
-          + (f" (the database's {r['database_free_pages']:,} free pages given back)" if r.get("vacuumed") else ""))
+    print(
+        f"compacted: {r['bytes_before']:,} -> {r['bytes_after']:,} bytes on disk"
+        + (f" (the database's {r['database_free_pages']:,} free pages given back)" if r.get("vacuumed") else "")
+    )
     return EXIT_OK
 
 
@@ -144,7 +186,10 @@ def backup(a: argparse.Namespace) -> int:
     from neardup.index.backup import backup
 
     r = backup(a.dir, a.dest)
-    print(f"backed up: {r['documents']:,} documents, {r['segments']} segment(s), {r['text_files']} text log(s), "
-          f"{r['bytes']:,} bytes, checked, in {a.dest} (generation {r['generation']}, {r['seconds']:.1f} s"
-          + (f", {r['attempts']} attempts" if r["attempts"] > 1 else "") + ")")
+    print(
+        f"backed up: {r['documents']:,} documents, {r['segments']} segment(s), {r['text_files']} text log(s), "
+        f"{r['bytes']:,} bytes, checked, in {a.dest} (generation {r['generation']}, {r['seconds']:.1f} s"
+        + (f", {r['attempts']} attempts" if r["attempts"] > 1 else "")
+        + ")"
+    )
     return EXIT_OK

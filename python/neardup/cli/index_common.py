@@ -1,5 +1,6 @@
 """What the ``neardup index`` actions share: the input fields, plain-text files, counts in
 words, and the message of an interrupted add or remove."""
+
 from __future__ import annotations
 
 import sys
@@ -10,8 +11,9 @@ from neardup.cli.exits import EXIT_INTERRUPTED
 def fields(a):
     from neardup.io.records import Fields
 
-    return Fields(id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None,
-                  source=a.source_field or None)
+    return Fields(
+        id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None, source=a.source_field or None
+    )
 
 
 def read_text_file(path: str) -> str:
@@ -56,7 +58,9 @@ def interrupted(what: str, directory: str, before: int | None) -> int:
     elif what == "add":
         state = "the batch had been committed: its documents are in the index"
     else:
-        state = ("the removal had been committed; removed texts not yet overwritten in the text log are "
-                 "overwritten when the index is next opened for writing (an add, a remove, a compact)")
+        state = (
+            "the removal had been committed; removed texts not yet overwritten in the text log are "
+            "overwritten when the index is next opened for writing (an add, a remove, a compact)"
+        )
     print(f"neardup index {what}: interrupted; {state}", file=sys.stderr)
     return EXIT_INTERRUPTED

@@ -1,4 +1,5 @@
 """``neardup index query``: verdicts for records or texts, without inserting them."""
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ def run(a: argparse.Namespace) -> int:
                 vs = idx.query(a.inputs if a.inputs != ["-"] else "-", fields=fields(a), max_chars=a.max_chars)
             except RecordError:
                 if any(f.lower().endswith(PLAIN_TEXT) for f in a.inputs):
-                    print("neardup index query: FILE is read as records (JSONL, Parquet, CSV); "
-                          "check a plain-text file with --text-file", file=sys.stderr)
+                    print(
+                        "neardup index query: FILE is read as records (JSONL, Parquet, CSV); "
+                        "check a plain-text file with --text-file",
+                        file=sys.stderr,
+                    )
                 raise
     for v in vs:
         print(json.dumps(v.as_dict(), ensure_ascii=False))

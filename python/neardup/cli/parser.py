@@ -1,5 +1,6 @@
 """The ``neardup`` command's parser: the top parser and each command's subparser (made by the
 command's module)."""
+
 from __future__ import annotations
 
 import argparse

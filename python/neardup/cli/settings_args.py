@@ -6,6 +6,7 @@ the field's metadata. ``prefer_source`` takes one comma-separated string (names 
 empty ones dropped). A default, a help text or a set of choices is therefore written once, in
 ``Settings``; tests/cli/test_settings_flags.py holds the commands to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,8 +83,11 @@ def add_expected(p: Any, names: Iterable[str]) -> None:
         f = _field(name)
         meta = f.metadata
         what = _WHAT.match(meta["help"]).group(0).strip()  # type: ignore[union-attr]
-        kwargs: dict[str, Any] = {"type": _type(f), "default": None,
-                                  "help": _escape(f"the {what} expected (default: not checked)")}
+        kwargs: dict[str, Any] = {
+            "type": _type(f),
+            "default": None,
+            "help": _escape(f"the {what} expected (default: not checked)"),
+        }
         if "choices" in meta:
             kwargs["choices"] = list(meta["choices"])
         p.add_argument(flag(name), **kwargs)
@@ -100,8 +104,14 @@ def settings_from_args(a: argparse.Namespace, **changes: Any) -> Settings:
     return Settings(**{**values_from_args(a), **changes})
 
 
-def options(a: argparse.Namespace, *, demo: bool = False, progress: bool = False, threads: int | None = None,
-            collect: bool = True) -> DedupOptions:
+def options(
+    a: argparse.Namespace,
+    *,
+    demo: bool = False,
+    progress: bool = False,
+    threads: int | None = None,
+    collect: bool = True,
+) -> DedupOptions:
     """The batch run's options from dedup's parsed arguments: its Settings (the demo prefers the
     source "agency" unless told otherwise), its fields and its run options."""
     from neardup.io.records import Fields
@@ -110,8 +120,19 @@ def options(a: argparse.Namespace, *, demo: bool = False, progress: bool = False
     settings = settings_from_args(a)
     if demo and not settings.prefer_source:
         settings = settings.replace(prefer_source=("agency",))
-    fields = Fields(id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None,
-                    source=a.source_field or None)
-    return DedupOptions(settings=settings, fields=fields, on_error=a.on_error, output_format=a.output_format,
-                        batch_size=a.batch_size, threads=threads, progress=progress, memory_limit=a.memory_limit,
-                        tmp_dir=a.tmp_dir, large_bucket=a.large_bucket or None, collect=collect)
+    fields = Fields(
+        id=a.id_field, text=a.text_field, title=a.title_field, time=a.time_field or None, source=a.source_field or None
+    )
+    return DedupOptions(
+        settings=settings,
+        fields=fields,
+        on_error=a.on_error,
+        output_format=a.output_format,
+        batch_size=a.batch_size,
+        threads=threads,
+        progress=progress,
+        memory_limit=a.memory_limit,
+        tmp_dir=a.tmp_dir,
+        large_bucket=a.large_bucket or None,
+        collect=collect,
+    )

@@ -1,4 +1,5 @@
 """SIGTERM and SIGHUP during ``neardup dedup``: cleaned up as after Ctrl-C."""
+
 from __future__ import annotations
 
 import threading

@@ -5,6 +5,7 @@ help is shown) and hands the parsed arguments to :func:`run` when ``--engine spa
 everything Spark-specific of the command lives here. This module imports nothing of Spark (nor
 ``neardup.engines.spark``, whose package imports pyarrow) until :func:`run`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,16 +19,27 @@ __all__ = ["add_options", "run"]
 
 def add_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=["local", "spark"], default="local",
-                   help="local (default): this process; spark: Apache Spark (pip install 'neardup[spark]')")
-    g.add_argument("--master", default=None,
-                   help="Spark master URL (default: the session's, or local[*] when none is running)")
-    g.add_argument("--partitions", type=int, default=None,
-                   help="Spark: partitions of every shuffle (default: spark.sql.shuffle.partitions if the "
-                        "session sets it, else the input's read splits, at least two per core)")
-    g.add_argument("--checkpoint-dir", default=None,
-                   help="Spark: reliable checkpoints of the connected-components rounds here "
-                        "(default: local checkpoints)")
+    g.add_argument(
+        "--engine",
+        choices=["local", "spark"],
+        default="local",
+        help="local (default): this process; spark: Apache Spark (pip install 'neardup[spark]')",
+    )
+    g.add_argument(
+        "--master", default=None, help="Spark master URL (default: the session's, or local[*] when none is running)"
+    )
+    g.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        help="Spark: partitions of every shuffle (default: spark.sql.shuffle.partitions if the "
+        "session sets it, else the input's read splits, at least two per core)",
+    )
+    g.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="Spark: reliable checkpoints of the connected-components rounds here (default: local checkpoints)",
+    )
 
 
 def run(a: argparse.Namespace) -> int:
@@ -35,8 +47,7 @@ def run(a: argparse.Namespace) -> int:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        print("neardup dedup --engine spark: pyspark is not installed (pip install 'neardup[spark]')",
-              file=sys.stderr)
+        print("neardup dedup --engine spark: pyspark is not installed (pip install 'neardup[spark]')", file=sys.stderr)
         return EXIT_USAGE
     from neardup.engines.spark.run import run_spark, session
     from neardup.io.writers import writable_tree

@@ -1,4 +1,5 @@
 """``neardup synth``: write the guide's synthetic test corpus."""
+
 from __future__ import annotations
 
 import argparse

@@ -6,6 +6,7 @@ exactly, never sampled; for a ``--measure containment`` run, every pair whose co
 (shared shingles over the smaller set's) is >= the threshold (:func:`containment_join`).
 True clusters are the connected components of those pairs.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,17 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from neardup.settings import DEFAULT_MAX_CHARS
+from neardup import _sets
+from neardup.errors import InputFileError, InvalidInputError, InvalidParameterError, RecordError
 from neardup.evaluate.metrics import adjusted_rand_index, co_clustered, pairwise_scores
-from neardup.errors import InvalidInputError, InvalidParameterError
-from neardup.errors import InputFileError, RecordError
+from neardup.graph import connected_components
 from neardup.io.readers import open_sources
 from neardup.io.records import Fields, Limits, check_record
 from neardup.io.writers import atomic_open
-from neardup.stages.verify import HashSets, self_join, verify_exact
-from neardup import _sets
-from neardup.graph import connected_components
+from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.shingle import Shingler
+from neardup.stages.verify import HashSets, self_join, verify_exact
 
 __all__ = ["GroundTruth", "ground_truth", "containment_join", "evaluate"]
 
@@ -45,9 +45,19 @@ class GroundTruth:
         return np.asarray(connected_components(len(self.ids), self.pairs.astype(np.uint32)), dtype=np.int64)
 
 
-def ground_truth(inputs, threshold: float, *, fields: Fields = Fields(), k: int = 5, unit: str = "word",
-                 on_error: str = "stop", max_chars: int = DEFAULT_MAX_CHARS, threads: int | None = None,
-                 batch_size: int = 8192, measure: str = "jaccard") -> GroundTruth:
+def ground_truth(
+    inputs,
+    threshold: float,
+    *,
+    fields: Fields = Fields(),
+    k: int = 5,
+    unit: str = "word",
+    on_error: str = "stop",
+    max_chars: int = DEFAULT_MAX_CHARS,
+    threads: int | None = None,
+    batch_size: int = 8192,
+    measure: str = "jaccard",
+) -> GroundTruth:
     """Every pair of documents with exact Jaccard (or, with ``measure="containment"``,
     containment) >= threshold (prefix-filtering self-join)."""
     if measure not in MEASURES:
@@ -88,8 +98,13 @@ def ground_truth(inputs, threshold: float, *, fields: Fields = Fields(), k: int 
         pairs, jac = containment_join(hs, threshold, threads)
     else:
         pairs, jac = self_join(hs, threshold, threads)
-    return GroundTruth(ids=ids, pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2), jaccard=np.asarray(jac),
-                       sets=hs, measure=measure)
+    return GroundTruth(
+        ids=ids,
+        pairs=np.asarray(pairs, dtype=np.int64).reshape(-1, 2),
+        jaccard=np.asarray(jac),
+        sets=hs,
+        measure=measure,
+    )
 
 
 #: Candidate pairs expanded at a time by :func:`containment_join` (16 bytes each, twice).
@@ -181,8 +196,14 @@ def _read_jsonl(path: str) -> list[dict]:
     return out
 
 
-def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | None = None,
-             threads: int | None = None, write: bool = True) -> dict:
+def evaluate(
+    corpus,
+    outdir: str,
+    threshold: float | None = None,
+    png: str | None = None,
+    threads: int | None = None,
+    write: bool = True,
+) -> dict:
     """Compare a dedup run's outputs in `outdir` with the exact ground truth of `corpus`."""
     report = _report(outdir)
     o = report["options"]
@@ -194,14 +215,25 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
     # the run's measure: a --measure containment run scored against Jaccard read precision 0
     measure = o.get("measure", "jaccard")
     if measure not in MEASURES:
-        raise InputFileError(f"{os.path.join(outdir, 'report.json')}: the run's measure {measure!r} is not one "
-                             f"eval knows ({', '.join(MEASURES)})")
+        raise InputFileError(
+            f"{os.path.join(outdir, 'report.json')}: the run's measure {measure!r} is not one "
+            f"eval knows ({', '.join(MEASURES)})"
+        )
     if png:  # the path checked before the ground truth is computed (minutes on a large corpus)
         from neardup.evaluate.plot import png_path
 
         png = png_path(png, "eval.png")
-    gt = ground_truth(corpus, t, fields=fields, k=o["k"], unit=o["unit"], on_error=o["on_error"],
-                      max_chars=o["max_chars"], threads=threads, measure=measure)
+    gt = ground_truth(
+        corpus,
+        t,
+        fields=fields,
+        k=o["k"],
+        unit=o["unit"],
+        on_error=o["on_error"],
+        max_chars=o["max_chars"],
+        threads=threads,
+        measure=measure,
+    )
     n = len(gt.ids)
     index = {str(i): d for d, i in enumerate(gt.ids)}
     pred = np.arange(n, dtype=np.int64)  # singletons: their own label
@@ -211,8 +243,10 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
             members = [row["keeper"]] + [m["id"] for m in row["members"]]
             cluster = int(row["cluster"])
         except (KeyError, TypeError, ValueError):
-            raise InputFileError(f"{os.path.join(outdir, 'clusters.jsonl')}: a line is not a cluster of a dedup "
-                                 "run (keeper, members, cluster)") from None
+            raise InputFileError(
+                f"{os.path.join(outdir, 'clusters.jsonl')}: a line is not a cluster of a dedup "
+                "run (keeper, members, cluster)"
+            ) from None
         idx = [index.get(str(m)) for m in members]
         unknown += sum(i is None for i in idx)
         known = [i for i in idx if i is not None]
@@ -223,17 +257,21 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
         # clusters' ids were simply not found)
         raise InvalidInputError(
             f"{outdir} is not a run over this corpus: the run read {report.get('documents', '?'):,} documents, "
-            f"the corpus has {n:,}" + (f", and {unknown:,} ids of its clusters are not in the corpus" if unknown else "")
-            + " (give the corpus the run read, then the run's output directory)")
+            f"the corpus has {n:,}"
+            + (f", and {unknown:,} ids of its clusters are not in the corpus" if unknown else "")
+            + " (give the corpus the run read, then the run's output directory)"
+        )
     found = co_clustered(pred, gt.pairs)
     # precision of the reported pairs: the exact measure of each against the threshold
     rep = _read_jsonl(os.path.join(outdir, "pairs.jsonl"))
     try:
-        rp = np.array([[index.get(str(r["a"]), -1), index.get(str(r["b"]), -1)] for r in rep],
-                      dtype=np.int64).reshape(-1, 2)
+        rp = np.array([[index.get(str(r["a"]), -1), index.get(str(r["b"]), -1)] for r in rep], dtype=np.int64).reshape(
+            -1, 2
+        )
     except (TypeError, KeyError):
-        raise InputFileError(f"{os.path.join(outdir, 'pairs.jsonl')}: a line is not a pair of a dedup run "
-                             "(no \"a\" and \"b\")") from None
+        raise InputFileError(
+            f'{os.path.join(outdir, "pairs.jsonl")}: a line is not a pair of a dedup run (no "a" and "b")'
+        ) from None
     rp = rp[(rp >= 0).all(axis=1)]
     rj = verify_exact(gt.sets, rp, measure, threads) if len(rp) else np.zeros(0)
     true_labels = gt.labels()
@@ -266,7 +304,9 @@ def evaluate(corpus, outdir: str, threshold: float | None = None, png: str | Non
     for lo, hi in zip(edges[:-1], edges[1:]):
         sel = (gt.jaccard >= lo) & ((gt.jaccard < hi) if hi < 1.0 else (gt.jaccard <= 1.0))
         if sel.any():
-            bands.append({"from": float(lo), "to": float(hi), "pairs": int(sel.sum()), "recall": float(found[sel].mean())})
+            bands.append(
+                {"from": float(lo), "to": float(hi), "pairs": int(sel.sum()), "recall": float(found[sel].mean())}
+            )
     result[f"recall_by_{measure}"] = bands
     if write:
         with atomic_open(os.path.join(outdir, "eval.json")) as f:
@@ -293,6 +333,8 @@ def _report(outdir: str) -> dict:
     except (OSError, ValueError) as exc:
         raise InputFileError(f"{path}: cannot read it as JSON: {exc}") from None
     o = report.get("options") if isinstance(report, dict) else None
-    if not isinstance(o, dict) or not all(k in o for k in ("fields", "threshold", "k", "unit", "on_error", "max_chars")):
+    if not isinstance(o, dict) or not all(
+        k in o for k in ("fields", "threshold", "k", "unit", "on_error", "max_chars")
+    ):
         raise InputFileError(f"{path}: not the report of a neardup dedup run (its options are missing)")
     return report

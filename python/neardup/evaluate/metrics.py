@@ -1,4 +1,5 @@
 """Clustering and pair metrics, vectorised with NumPy (no per-pair Python loops)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,14 @@ def pairwise_scores(true: np.ndarray, pred: np.ndarray) -> dict:
     precision = both / p if p else 1.0
     recall = both / t if t else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1, "true_pairs": int(t), "predicted_pairs": int(p),
-            "common_pairs": int(both)}
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "true_pairs": int(t),
+        "predicted_pairs": int(p),
+        "common_pairs": int(both),
+    }
 
 
 def adjusted_rand_index(true: np.ndarray, pred: np.ndarray) -> float:

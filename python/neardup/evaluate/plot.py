@@ -1,4 +1,5 @@
 """PNG plots (matplotlib, an optional dependency: ``pip install 'neardup[plot]'``)."""
+
 from __future__ import annotations
 
 import os
@@ -6,8 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neardup.errors import InvalidParameterError, NeardupError
-from neardup.errors import OutputError
+from neardup.errors import InvalidParameterError, NeardupError, OutputError
 
 __all__ = ["histogram", "curve_png", "png_path"]
 
@@ -39,8 +39,10 @@ def png_path(path: str, default_name: str) -> str:
     if not os.path.isdir(parent):
         raise OutputError(f"{path}: cannot write: no directory {parent}")
     if not os.access(parent, os.W_OK) or os.path.isdir(path):
-        raise OutputError(f"{path}: cannot write: " + ("a directory is there" if os.path.isdir(path)
-                                                         else f"the directory {parent} is not writable"))
+        raise OutputError(
+            f"{path}: cannot write: "
+            + ("a directory is there" if os.path.isdir(path) else f"the directory {parent} is not writable")
+        )
     return path
 
 
@@ -69,8 +71,13 @@ def histogram(jaccard: np.ndarray, found: np.ndarray, threshold: float, path: st
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
     bins = np.linspace(threshold, 1.0, 21)
-    ax.hist([jaccard[found], jaccard[~found]], bins=bins, stacked=True, color=["#3b7dd8", "#e4572e"],
-            label=[f"found ({int(found.sum()):,})", f"missed ({int((~found).sum()):,})"])
+    ax.hist(
+        [jaccard[found], jaccard[~found]],
+        bins=bins,
+        stacked=True,
+        color=["#3b7dd8", "#e4572e"],
+        label=[f"found ({int(found.sum()):,})", f"missed ({int((~found).sum()):,})"],
+    )
     ax.axvline(threshold, color="black", linestyle="--", linewidth=1)
     ax.set_yscale("log")  # the few missed pairs stay visible next to thousands found
     ax.set_xlabel(f"exact {name} of the true pair")

@@ -1,8 +1,7 @@
 """The persistent, incremental index (``neardup index ...``, ``neardup.Index``): see docs/index.md."""
-from neardup.errors import BackupBusyError
-from neardup.index.core import Index, IndexConfig, Verdict
-from neardup.index.tuning import Steps, Tuning
+
 from neardup.errors import (
+    BackupBusyError,
     DocumentNotFoundError,
     DuplicateIdError,
     ForkedIndexError,
@@ -16,11 +15,28 @@ from neardup.errors import (
     ScrubIncompleteError,
     TextRemovedError,
 )
+from neardup.index.core import Index, IndexConfig, Verdict
+from neardup.index.tuning import Steps, Tuning
 
 IndexFailure = IndexError_
 
 __all__ = [
-    "Index", "IndexConfig", "Steps", "Tuning", "Verdict", "IndexFailure", "IndexNotFoundError", "IndexExistsError",
-    "IndexLockedError", "IndexClosedError", "IndexCorruptError", "IndexConfigError", "DuplicateIdError", "DocumentNotFoundError",
-    "ForkedIndexError", "ScrubIncompleteError", "TextRemovedError", "BackupBusyError",
+    "Index",
+    "IndexConfig",
+    "Steps",
+    "Tuning",
+    "Verdict",
+    "IndexFailure",
+    "IndexNotFoundError",
+    "IndexExistsError",
+    "IndexLockedError",
+    "IndexClosedError",
+    "IndexCorruptError",
+    "IndexConfigError",
+    "DuplicateIdError",
+    "DocumentNotFoundError",
+    "ForkedIndexError",
+    "ScrubIncompleteError",
+    "TextRemovedError",
+    "BackupBusyError",
 ]

@@ -11,6 +11,7 @@ inline (a thread costs ~0.1 ms) and, with `sync="full"`, skip the log's fsync: t
 made durable in SQLite by the commit instead (``defer``, index/pending.py). The bytes and their
 CRC-32s are written by Rust (``_core.write_texts``: positioned writes, GIL released).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,15 @@ class PendingTexts:
     ``texts`` given: written inline (small) or in a thread (large). ``texts=None``: a thread
     writes whatever ``put`` hands it until ``end()``."""
 
-    def __init__(self, log: LogFile, file_id: int, committed: int, texts: list[str] | None, fsync: bool,
-                 defer: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        log: LogFile,
+        file_id: int,
+        committed: int,
+        texts: list[str] | None,
+        fsync: bool,
+        defer: tuple[int, int] | None = None,
+    ) -> None:
         """`defer` = (documents, characters): an add of at most that much (with `fsync`) does not
         fsync the log; its texts are left in ``in_db`` for the commit to make durable in SQLite
         (index/pending.py). Known at once for `texts`, at ``end()`` in streaming mode."""

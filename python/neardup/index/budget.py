@@ -25,14 +25,14 @@ With the budget (index texts stored, ``store_text``: a removal can then verify a
 
 Stories up to the budget (nearly all) are untouched: every candidate verified, every pair kept.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
-from neardup import _core
-from neardup import _sets
+from neardup import _core, _sets
 
 __all__ = ["archive_rounds", "rounds_needed", "kept_pairs"]
 
@@ -52,9 +52,15 @@ def _group_rank(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return o, rank
 
 
-def archive_rounds(ci: np.ndarray, cd: np.ndarray, hits: np.ndarray, groups: np.ndarray,
-                   verify: Callable[[np.ndarray, np.ndarray], np.ndarray], bar: float,
-                   per_cluster: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def archive_rounds(
+    ci: np.ndarray,
+    cd: np.ndarray,
+    hits: np.ndarray,
+    groups: np.ndarray,
+    verify: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    bar: float,
+    per_cluster: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Verify the (batch document `ci`, archive document `cd`) candidates in rounds (module
     docstring); `hits`: how many bands each pair shares; `groups`: each candidate's (document,
     cluster) group as a dense number (``rounds_needed``). Returns the verified pairs and their
@@ -83,14 +89,26 @@ def rounds_needed(ci: np.ndarray, cd: np.ndarray, meta: dict, per_cluster: int) 
     (made once: each candidate's cluster is a Python look-up, 1.3 s for 3 million)."""
     if len(ci) <= per_cluster:
         return None
-    _, groups, counts = np.unique((ci.astype(np.int64) << np.int64(32)) | _cluster_of(cd, meta),
-                                  return_inverse=True, return_counts=True)
+    _, groups, counts = np.unique(
+        (ci.astype(np.int64) << np.int64(32)) | _cluster_of(cd, meta), return_inverse=True, return_counts=True
+    )
     return groups.reshape(-1) if counts.max() > per_cluster else None
 
 
-def kept_pairs(n: int, ci: np.ndarray, cd: np.ndarray, sims_a: np.ndarray, bp: np.ndarray, sims_b: np.ndarray,
-               ae: np.ndarray, arch_exact: np.ndarray, be: np.ndarray, batch_exact: np.ndarray, meta: dict,
-               per_document: int) -> tuple[np.ndarray, np.ndarray]:
+def kept_pairs(
+    n: int,
+    ci: np.ndarray,
+    cd: np.ndarray,
+    sims_a: np.ndarray,
+    bp: np.ndarray,
+    sims_b: np.ndarray,
+    ae: np.ndarray,
+    arch_exact: np.ndarray,
+    be: np.ndarray,
+    batch_exact: np.ndarray,
+    meta: dict,
+    per_document: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Which verified pairs to store: masks over the archive pairs (ci, cd) and the batch pairs
     `bp` (a earlier than b). Each new document keeps its `per_document` most similar pairs
     (archive and batch together; ties: archive pairs, then earlier documents), plus the pairs
@@ -111,11 +129,17 @@ def kept_pairs(n: int, ci: np.ndarray, cd: np.ndarray, sims_a: np.ndarray, bp: n
     ex_cl = _cluster_of(arch_exact[ae], meta) if len(ae) else np.zeros(0, np.int64)
     cd_cl = _cluster_of(cd, meta)
     touched = _sets.unique(np.concatenate([ex_cl, cd_cl]))
-    fixed = np.concatenate([np.stack([ae, n + np.searchsorted(touched, ex_cl)], axis=1),
-                            np.stack([batch_exact[be], be], axis=1)]).astype(np.int64).reshape(-1, 2)
+    fixed = (
+        np.concatenate(
+            [np.stack([ae, n + np.searchsorted(touched, ex_cl)], axis=1), np.stack([batch_exact[be], be], axis=1)]
+        )
+        .astype(np.int64)
+        .reshape(-1, 2)
+    )
     edges = np.concatenate([np.stack([ci, n + np.searchsorted(touched, cd_cl)], axis=1), bp]).astype(np.int64)
     o = np.lexsort((np.arange(len(sims)), -sims))  # the strongest pairs first
-    forest = _core._spanning_forest(n + len(touched), np.ascontiguousarray(
-        np.concatenate([fixed, edges[o]]), dtype=np.uint32), len(fixed))[len(fixed):]
+    forest = _core._spanning_forest(
+        n + len(touched), np.ascontiguousarray(np.concatenate([fixed, edges[o]]), dtype=np.uint32), len(fixed)
+    )[len(fixed) :]
     keep[o[np.asarray(forest, bool)]] = True
     return keep[:na], keep[na:]

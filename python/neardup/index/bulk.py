@@ -8,6 +8,7 @@ columns NULL (a new story has no closest match, no match kind...). So the rows a
 which of their columns are NULL, constant columns become literals, and each group is one
 ``executemany`` binding only what varies.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,6 +19,7 @@ from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
+
 from neardup import _sets
 
 __all__ = ["Const", "insert_columns", "SMALL"]

@@ -2,6 +2,7 @@
 checksum, the counts kept in ``meta`` against a recount) and the counts' repair. A mixin of
 :class:`~neardup.index.core.Index`.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -21,8 +22,10 @@ def check_numbering(conn, directory: str) -> None:
     table's largest key: every writer's open does it."""
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('next_doc', 'next_cluster', 'next_batch')"))
     used = {
-        "next_doc": conn.execute("SELECT MAX(m) FROM (SELECT MAX(doc) AS m FROM documents UNION ALL "
-                                 "SELECT MAX(doc) FROM tombstones UNION ALL SELECT MAX(doc) FROM level0)").fetchone()[0],
+        "next_doc": conn.execute(
+            "SELECT MAX(m) FROM (SELECT MAX(doc) AS m FROM documents UNION ALL "
+            "SELECT MAX(doc) FROM tombstones UNION ALL SELECT MAX(doc) FROM level0)"
+        ).fetchone()[0],
         "next_cluster": conn.execute("SELECT MAX(cluster) FROM clusters").fetchone()[0],
         "next_batch": conn.execute("SELECT MAX(batch) FROM batches").fetchone()[0],
     }
@@ -30,11 +33,14 @@ def check_numbering(conn, directory: str) -> None:
         try:
             nxt = int(meta[key])
         except (KeyError, ValueError):
-            raise IndexCorruptError(f"{directory}: meta.{key} is missing or not a number "
-                                    f"({meta.get(key)!r}): the database is damaged") from None
+            raise IndexCorruptError(
+                f"{directory}: meta.{key} is missing or not a number ({meta.get(key)!r}): the database is damaged"
+            ) from None
         if top is not None and nxt <= top:
-            raise IndexCorruptError(f"{directory}: meta.{key} is {nxt:,} but {top:,} is already in use: "
-                                    "the database is damaged (numbers would be given twice)")
+            raise IndexCorruptError(
+                f"{directory}: meta.{key} is {nxt:,} but {top:,} is already in use: "
+                "the database is damaged (numbers would be given twice)"
+            )
 
 
 def check_text_ends(conn, directory: str, file: int | None = None) -> None:
@@ -42,13 +48,19 @@ def check_text_ends(conn, directory: str, file: int | None = None) -> None:
     writer's recovery cuts a log back to that length and the next add writes from there, so a
     damaged, lowered length destroyed the texts past it. Reads every document row (``check``;
     a writer's recovery only for a log it is about to cut)."""
-    files = conn.execute("SELECT file, name, committed FROM text_files" + (" WHERE file = ?" if file is not None else ""),
-                         () if file is None else (file,)).fetchall()
+    files = conn.execute(
+        "SELECT file, name, committed FROM text_files" + (" WHERE file = ?" if file is not None else ""),
+        () if file is None else (file,),
+    ).fetchall()
     for f, name, committed in files:
-        end = conn.execute("SELECT MAX(text_offset + text_length) FROM documents WHERE text_file = ?", (f,)).fetchone()[0]
+        end = conn.execute("SELECT MAX(text_offset + text_length) FROM documents WHERE text_file = ?", (f,)).fetchone()[
+            0
+        ]
         if end is not None and end > committed:
-            raise IndexCorruptError(f"{directory}: the texts of {name} reach byte {end:,} but its committed length "
-                                    f"is {committed:,} (text_files): the database is damaged; the log is left as it is")
+            raise IndexCorruptError(
+                f"{directory}: the texts of {name} reach byte {end:,} but its committed length "
+                f"is {committed:,} (text_files): the database is damaged; the log is left as it is"
+            )
 
 
 class Checking(IndexAttrs):
@@ -90,8 +102,11 @@ class Checking(IndexAttrs):
                 conn.execute("COMMIT")
         wrong = [f"{k} {kept[k]:,} (the tables hold {real[k]:,})" for k in counters.NAMES if kept[k] != real[k]]
         if wrong:
-            raise IndexCorruptError(f"{self.directory}: the counts kept in meta are wrong: " + "; ".join(wrong)
-                                    + " (neardup index check --recount rewrites them)")
+            raise IndexCorruptError(
+                f"{self.directory}: the counts kept in meta are wrong: "
+                + "; ".join(wrong)
+                + " (neardup index check --recount rewrites them)"
+            )
 
     def _check_numbers(self, conn) -> None:
         conn.execute("BEGIN")  # one snapshot
@@ -121,8 +136,10 @@ class Checking(IndexAttrs):
                 self._segcache.get(n_, s, c)
             names = dict(conn.execute("SELECT file, name FROM text_files").fetchall())
             k = 0
-            for d, f, o, ln, crc, ident in conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, "
-                                                        "id FROM documents WHERE text_file IS NOT NULL"):
+            for d, f, o, ln, crc, ident in conn.execute(
+                "SELECT doc, text_file, text_offset, text_length, text_crc, "
+                "id FROM documents WHERE text_file IS NOT NULL"
+            ):
                 try:
                     self._read_text(conn, d, names[f], o, ln, crc, repr(ident))
                 except TextRemovedError:

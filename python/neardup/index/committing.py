@@ -3,6 +3,7 @@ file) and every row of the plan written in one SQLite transaction, which is what
 whole batch visible; then the in-memory state advanced without a reload. A mixin of
 :class:`~neardup.index.core.Index`.
 """
+
 from __future__ import annotations
 
 import os
@@ -10,17 +11,15 @@ import time
 
 import numpy as np
 
-from neardup.index.attrs import IndexAttrs
-from neardup.index import store
-from neardup.index import fold
-from neardup.index.segment import Postings, write_segment
+from neardup.index import counters, fold, store
 from neardup.index.append import PendingTexts
+from neardup.index.attrs import IndexAttrs
 from neardup.index.bulk import Const, insert_columns
-from neardup.index import counters
-from neardup.index.store import State, u2i
+from neardup.index.jobs import Job
 from neardup.index.plan_steps import new_clusters, new_clusters_few
 from neardup.index.planning import Plan
-from neardup.index.jobs import Job
+from neardup.index.segment import Postings, write_segment
+from neardup.index.store import State, u2i
 
 __all__ = ["Committing"]
 
@@ -71,21 +70,34 @@ class Committing(IndexAttrs):
             docs_ = plan.docs
             sigs: list[bytes | None] | Const
             if self._stores_sigs:
-                sigs = [(self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
-                        for r in plan.sig_row.tolist()]
+                sigs = [
+                    (self._as_stored(plan.sigs[r]).astype(self._sig_dtype).tobytes() if r >= 0 else None)
+                    for r in plan.sig_row.tolist()
+                ]
             else:
                 sigs = Const(None)
             cms = plan.closest
             tcols = text_cols
             id_int = [1 if type(c.id) is int else 0 for c in docs_]
             columns = [
-                plan.doc_nums.tolist(), [c.key for c in docs_], id_int if 1 in id_int else Const(0),
-                [None if c.time != c.time else c.time for c in docs_], [c.source for c in docs_],
-                Const(now), Const(batch),
+                plan.doc_nums.tolist(),
+                [c.key for c in docs_],
+                id_int if 1 in id_int else Const(0),
+                [None if c.time != c.time else c.time for c in docs_],
+                [c.source for c in docs_],
+                Const(now),
+                Const(batch),
                 np.asarray(plan.exact_keys, np.uint64).view(np.int64).tolist(),  # = u2i: SQLite integers are signed
-                plan.cluster_of.tolist(), np.asarray(plan.new_sim, np.float64).tolist(), plan.new_match,
-                [None if cm is None else str(cm[0]) for cm in cms], [None if cm is None else cm[1] for cm in cms],
-                [e[1] for e in plan.extras], *tcols, [e[0] for e in plan.extras], sigs]
+                plan.cluster_of.tolist(),
+                np.asarray(plan.new_sim, np.float64).tolist(),
+                plan.new_match,
+                [None if cm is None else str(cm[0]) for cm in cms],
+                [None if cm is None else cm[1] for cm in cms],
+                [e[1] for e in plan.extras],
+                *tcols,
+                [e[0] for e in plan.extras],
+                sigs,
+            ]
             sw.lap("commit: document rows built")
             insert_columns(conn, "documents", columns, n)
             sw.lap("commit: documents inserted")
@@ -93,9 +105,15 @@ class Committing(IndexAttrs):
             # (one new document each, its own keeper) and the new clusters of several documents
             fn = plan.first_new
             multi_new = [(c, k, s_) for c, (k, s_) in plan.cluster_rows.items() if c >= fn]
-            ncl, nkeep, nsize = (new_clusters_few if n <= self.steps.small_plan else new_clusters)(plan.singles, multi_new)
-            insert_columns(conn, "clusters", [ncl, nkeep, nsize if multi_new else Const(1),
-                                              Const(now), Const(now), Const(None)], len(ncl))
+            ncl, nkeep, nsize = (new_clusters_few if n <= self.steps.small_plan else new_clusters)(
+                plan.singles, multi_new
+            )
+            insert_columns(
+                conn,
+                "clusters",
+                [ncl, nkeep, nsize if multi_new else Const(1), Const(now), Const(now), Const(None)],
+                len(ncl),
+            )
             # (each statement only when it has rows: a new story, the service's usual add, has none)
             grown = [(k, s, now, c) for c, (k, s) in plan.cluster_rows.items() if c < fn]
             if grown:
@@ -103,15 +121,21 @@ class Committing(IndexAttrs):
             if plan.merged:
                 # a merged cluster keeps its keeper as the representative of its documents: a
                 # remove that splits the target re-points merged_into to the part holding it
-                conn.executemany("UPDATE clusters SET size = 0, updated_at = ?, merged_into = ? "
-                                 "WHERE cluster = ?", [(now, t, c) for c, t in plan.merged.items()])
-                conn.executemany("UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
-                                 [(t, c) for c, t in plan.merged.items()])
-                conn.executemany("UPDATE documents SET cluster = ? WHERE cluster = ?",
-                                 [(t, c) for c, t in plan.merged.items()])
+                conn.executemany(
+                    "UPDATE clusters SET size = 0, updated_at = ?, merged_into = ? WHERE cluster = ?",
+                    [(now, t, c) for c, t in plan.merged.items()],
+                )
+                conn.executemany(
+                    "UPDATE clusters SET merged_into = ? WHERE merged_into = ?",
+                    [(t, c) for c, t in plan.merged.items()],
+                )
+                conn.executemany(
+                    "UPDATE documents SET cluster = ? WHERE cluster = ?", [(t, c) for c, t in plan.merged.items()]
+                )
             if plan.member_updates:
-                conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?",
-                                 plan.member_updates)
+                conn.executemany(
+                    "UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", plan.member_updates
+                )
             if plan.pairs:
                 conn.executemany("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", plan.pairs)
             sw.lap("commit: other rows")
@@ -120,8 +144,10 @@ class Committing(IndexAttrs):
                 sw.lap("commit: waited for the segment file")
             if seg is not None:
                 conn.execute("DELETE FROM level0")
-                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
-                             (seg[0], seg[1], seg[2], seg[3], now))
+                conn.execute(
+                    "INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (seg[0], seg[1], seg[2], seg[3], now),
+                )
                 # tombstones of documents that no segment lists any more could go; compaction does it
             prow = []
             if seg is None and len(tok):
@@ -136,25 +162,40 @@ class Committing(IndexAttrs):
             conn.execute("UPDATE text_files SET committed = ? WHERE file = ?", (new_committed, tf[0]))
             if pending is not None:
                 if pending.in_db is not None:
-                    conn.executemany("INSERT INTO pending_texts VALUES (?, ?, ?, ?)",
-                                     zip(plan.doc_nums.tolist(), [tf[0]] * n, text_cols[1],
-                                         [t.encode("utf-8") for t in pending.in_db]))
+                    conn.executemany(
+                        "INSERT INTO pending_texts VALUES (?, ?, ?, ?)",
+                        zip(
+                            plan.doc_nums.tolist(),
+                            [tf[0]] * n,
+                            text_cols[1],
+                            [t.encode("utf-8") for t in pending.in_db],
+                        ),
+                    )
                     self._pending.has_rows = True
                     self._pending.prune(conn)
                 elif pending.fsync:  # (known once result() has returned)
                     self._pending.all_synced(conn)  # this add's fsync covered the whole log
             dup = plan.verdicts.duplicates
-            conn.execute("INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
-                         (batch, t0, time.time(), n, n - dup, dup, note))
+            conn.execute(
+                "INSERT INTO batches VALUES (?, 'add', ?, ?, ?, ?, ?, ?)",
+                (batch, t0, time.time(), n, n - dup, dup, note),
+            )
             # the counts (counters.py): each new cluster is a story; a merged one is no more
             # (the texts' lengths are text_cols[2] when they were written: pending)
             counts = counters.moved(
                 {k: self._meta(conn, k) for k in counters.NAMES},
-                documents=n, text_bytes=sum(text_cols[2]) if pending is not None else 0,
+                documents=n,
+                text_bytes=sum(text_cols[2]) if pending is not None else 0,
                 stories=len(ncl) - len(plan.merged),
-                clusters=sum(1 for _, s_ in plan.cluster_rows.values() if s_ >= 2) - plan.old_multi)
-            gen = self._bump(conn, next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
-                             next_cluster=plan.next_cluster, next_batch=batch + 1, **counts)
+                clusters=sum(1 for _, s_ in plan.cluster_rows.values() if s_ >= 2) - plan.old_multi,
+            )
+            gen = self._bump(
+                conn,
+                next_doc=int(plan.doc_nums[-1]) + 1 if n else None,
+                next_cluster=plan.next_cluster,
+                next_batch=batch + 1,
+                **counts,
+            )
             sw.lap("commit: other rows")
             conn.execute("COMMIT")
             sw.lap("commit: COMMIT")
@@ -179,8 +220,10 @@ class Committing(IndexAttrs):
         sets = {"generation": str(gen), **{k: str(v) for k, v in vals.items() if v is not None}}
         # one statement for every key (an add sets four): each statement is a round trip
         whens = " ".join("WHEN ? THEN ?" for _ in sets)
-        conn.execute(f"UPDATE meta SET value = CASE key {whens} END WHERE key IN ({','.join('?' * len(sets))})",
-                     [x for kv in sets.items() for x in kv] + list(sets))
+        conn.execute(
+            f"UPDATE meta SET value = CASE key {whens} END WHERE key IN ({','.join('?' * len(sets))})",
+            [x for kv in sets.items() for x in kv] + list(sets),
+        )
         return gen
 
     def _advance_state(self, st: State, gen: int, seg, prow) -> None:

@@ -15,8 +15,24 @@ __all__ = ["CONFIG_KEYS", "IndexConfig"]
 #: The stored configuration's keys, in their stored order: the :class:`Settings` that decide
 #: signatures, candidates, verification and keepers (``max_chars`` is a limit of each add, not
 #: stored), and the index's own two.
-CONFIG_KEYS = ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
-               "verify", "measure", "prefer_source", "store_text", "signature_bits", "max_distance")
+CONFIG_KEYS = (
+    "method",
+    "k",
+    "unit",
+    "num_perm",
+    "scheme",
+    "seed",
+    "threshold",
+    "recall",
+    "bands",
+    "rows",
+    "verify",
+    "measure",
+    "prefer_source",
+    "store_text",
+    "signature_bits",
+    "max_distance",
+)
 _SETTING_KEYS = tuple(k for k in CONFIG_KEYS if k not in ("store_text", "signature_bits"))
 
 
@@ -44,8 +60,9 @@ class IndexConfig:
         if self.signature_bits not in (16, 32):
             raise InvalidParameterError(f"signature_bits must be 16 or 32, got {self.signature_bits!r}")
         if self.signature_bits != 32 and s.verify != "estimate":
-            raise InvalidParameterError("signature_bits applies to verify='estimate' (exact verification stores "
-                                        "no signatures)")
+            raise InvalidParameterError(
+                "signature_bits applies to verify='estimate' (exact verification stores no signatures)"
+            )
         if s.method == "minhash" and s.bands is None:
             b, r = s.band_shape()
             object.__setattr__(self, "settings", s.replace(bands=b, rows=r))

@@ -26,6 +26,7 @@ stops the writer:
 The copy is built in a hidden directory beside DEST and renamed to DEST once checked and
 fsynced: DEST is a whole, checked index or does not exist.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,17 +35,21 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-from neardup.errors import BackupBusyError, InvalidParameterError
-from neardup.errors import OutputError
+from neardup.errors import (
+    BackupBusyError,
+    IndexCorruptError,
+    IndexExistsError,
+    IndexNotFoundError,
+    InvalidParameterError,
+    OutputError,
+)
 from neardup.index import store
-from neardup.errors import IndexCorruptError, IndexExistsError, IndexNotFoundError
 
 __all__ = ["ATTEMPTS", "CheckCopy", "copy_index"]
 
 #: times a backup starts again because the index changed under it (each attempt is one snapshot)
 ATTEMPTS = 5
 _COPY_CHUNK = 1 << 24
-
 
 
 #: checks a staged copy as ``neardup index check`` does: (the check's result, documents)
@@ -102,8 +107,10 @@ def copy_index(directory: str | os.PathLike, dest: str | os.PathLike, attempts: 
         _fsync_dir(parent)
         got.update(attempts=attempt, seconds=round(time.monotonic() - t0, 3))
         return got
-    raise BackupBusyError(f"{directory}: the index changed under each of {attempts} backup attempts "
-                          f"(last: {last}); nothing written to {dest}; run it again") from last
+    raise BackupBusyError(
+        f"{directory}: the index changed under each of {attempts} backup attempts "
+        f"(last: {last}); nothing written to {dest}; run it again"
+    ) from last
 
 
 def _attempt(directory: str, db: str, stage: str, check: CheckCopy) -> dict:
@@ -158,8 +165,13 @@ def _attempt(directory: str, db: str, stage: str, check: CheckCopy) -> dict:
         with open(os.path.join(stage, name), "rb") as f:
             os.fsync(f.fileno())
     _fsync_dir(stage)
-    return {"documents": docs, "segments": checked["segments"], "text_files": len(texts), "bytes": total,
-            "generation": gen}
+    return {
+        "documents": docs,
+        "segments": checked["segments"],
+        "text_files": len(texts),
+        "bytes": total,
+        "generation": gen,
+    }
 
 
 def _copy(src: str, dst: str, length: int | None) -> int:
@@ -193,7 +205,7 @@ def _remove_stale(parent: str, name: str) -> None:
         if not entry.startswith(prefix):
             continue
         try:
-            pid = int(entry[len(prefix):].split("-")[0])
+            pid = int(entry[len(prefix) :].split("-")[0])
         except ValueError:
             continue
         try:
@@ -216,7 +228,9 @@ def _generation(db: str) -> int | None:
 
 
 def _has(conn, table: str) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is not None
+    )
 
 
 def _fsync_dir(path: str) -> None:

@@ -9,59 +9,58 @@ Nothing is written until all of that has succeeded; then the text log is appende
 a segment file is written (for large adds), and a single SQLite transaction makes the whole
 batch visible. A crash before the commit leaves the index as it was.
 """
+
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 import os
 import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from neardup._ints import count
-from neardup.errors import InvalidParameterError
-from neardup.index import store
 from neardup.errors import (
     DocumentNotFoundError,
-    IndexClosedError,
     DuplicateIdError,
     FileGoneError,
+    ForkedIndexError,
+    IndexClosedError,
     IndexConfigError,
     IndexCorruptError,
     IndexExistsError,
     IndexLockedError,
     IndexNotFoundError,
-    ForkedIndexError,
+    InvalidParameterError,
     TextRemovedError,
 )
-from neardup.index import fold
-from neardup.index.segment import Postings
-from neardup.index.append import LogFile, PendingTexts
-from neardup.index.intake import Signed, Skips, read_and_sign, read_checked, without_taken_ids
-from neardup.index import counters
-from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4, migrate_4_to_5
+from neardup.index import counters, fold, store
 from neardup.index import pending as pend
+from neardup.index.append import LogFile, PendingTexts
+from neardup.index.checking import Checking, check_numbering, check_text_ends
+from neardup.index.committing import Committing
+from neardup.index.config import IndexConfig
+from neardup.index.errors import PartsShareAStory, few
+from neardup.index.intake import Signed, Skips, read_and_sign, read_checked, without_taken_ids
+from neardup.index.jobs import Job
+from neardup.index.migrate import migrate_1_to_2, migrate_2_to_3, migrate_3_to_4, migrate_4_to_5
+from neardup.index.planning import Planning, parts_share_a_story
+from neardup.index.reading import Reading
+from neardup.index.removal import Removal
+from neardup.index.segment import Postings
 from neardup.index.stages import Stages
+from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.index.tuning import Steps, Tuning
 from neardup.index.verdicts import Verdict, Verdicts
-from neardup.index.config import IndexConfig
-from neardup.settings import DEFAULT_MAX_CHARS, source_names
-from neardup.index.planning import Planning, parts_share_a_story
-from neardup.index.committing import Committing
-from neardup.index.removal import Removal
-from neardup.index.reading import Reading
-from neardup.index.checking import Checking, check_numbering, check_text_ends
-from neardup.index.jobs import Job
-from neardup.index.errors import PartsShareAStory, few
-from neardup.index.store import DB_NAME, FORMAT, LATE_INDEXES, SCHEMA, SegmentCache, State, TextLog, WriterLock
 from neardup.io.records import Checked, Fields
-from neardup.stages.signer import Signer, exact_keys
+from neardup.settings import DEFAULT_MAX_CHARS, source_names
 from neardup.stages.report import package_version
+from neardup.stages.signer import Signer, exact_keys
 
 __all__ = ["Index", "IndexConfig", "Verdict"]
 
@@ -73,8 +72,16 @@ class Index(Planning, Committing, Removal, Reading, Checking):
     create with :meth:`Index.create`); close it (or use ``with``)."""
 
     # ------------------------------------------------------------------ open / create
-    def __init__(self, directory: str, config: IndexConfig, threads: int | None, sync: str = "full",
-                 tuning: Tuning | None = None, background_fold: bool = False, steps: Steps | None = None) -> None:
+    def __init__(
+        self,
+        directory: str,
+        config: IndexConfig,
+        threads: int | None,
+        sync: str = "full",
+        tuning: Tuning | None = None,
+        background_fold: bool = False,
+        steps: Steps | None = None,
+    ) -> None:
         if sync not in ("full", "normal", "group"):
             raise InvalidParameterError(f"sync must be 'full', 'normal' or 'group', got {sync!r}")
         if not isinstance(background_fold, bool):
@@ -117,17 +124,27 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         self.last_stages: dict[str, float] = {}
 
     @classmethod
-    def create(cls, directory: str | os.PathLike, *, threads: int | None = None, segment_min: int | None = None,
-               l0_max: int | None = None, l0_fold_at: int | None = None, merge_max: int | None = None,
-               steps: Steps | None = None, **settings) -> "Index":
+    def create(
+        cls,
+        directory: str | os.PathLike,
+        *,
+        threads: int | None = None,
+        segment_min: int | None = None,
+        l0_max: int | None = None,
+        l0_fold_at: int | None = None,
+        merge_max: int | None = None,
+        steps: Steps | None = None,
+        **settings,
+    ) -> Index:
         """Create an index in `directory` (made if missing; it must not hold an index).
         `segment_min` / `l0_max` / `l0_fold_at` / `merge_max`: where adds put their postings
         (:class:`Tuning`), stored. `steps`: as :meth:`open`'s."""
         directory = os.fspath(directory)
         _check_threads(threads)
         settings = {k: _plain(v) for k, v in settings.items()}  # (NumPy scalars: as Python's)
-        tuning = Tuning().with_overrides(segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at,
-                                         merge_max=merge_max)
+        tuning = Tuning().with_overrides(
+            segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at, merge_max=merge_max
+        )
         cfg = IndexConfig.from_keywords(**settings)
         from neardup.errors import OutputError
 
@@ -135,12 +152,16 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         # exists" read as "an index exists"), an OutputError as the CLI's other unwritable
         # places (exit 5)
         if os.path.exists(directory) and not os.path.isdir(directory):
-            raise OutputError(f"{directory}: a file is there, not a directory (an index is a directory: give the "
-                              "path of a new or an existing directory)")
+            raise OutputError(
+                f"{directory}: a file is there, not a directory (an index is a directory: give the "
+                "path of a new or an existing directory)"
+            )
         try:
             os.makedirs(directory, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:  # (a dangling link; a file on the path)
-            raise OutputError(f"{directory}: cannot create the directory: {exc.strerror} (a file is in the way)") from exc
+            raise OutputError(
+                f"{directory}: cannot create the directory: {exc.strerror} (a file is in the way)"
+            ) from exc
         db = os.path.join(directory, DB_NAME)
         if os.path.exists(db):  # (said at once, also when a writer of that index holds the lock)
             raise IndexExistsError(f"{directory} already holds an index")
@@ -157,14 +178,20 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             # gone: a new one would take them up (SQLite replays a left-over WAL into the new
             # database: the old documents came back; the old text log was appended to). An
             # interrupted create leaves only the lock and an empty text log.
-            remains = sorted(f for f in os.listdir(directory)
-                             if (f == DB_NAME + "-wal" or store.is_index_file(f) and f.startswith(("texts-", "seg-",
-                                                                                                    "retired-seg-")))
-                             and os.path.getsize(os.path.join(directory, f)) > 0)
+            remains = sorted(
+                f
+                for f in os.listdir(directory)
+                if (
+                    f == DB_NAME + "-wal" or store.is_index_file(f) and f.startswith(("texts-", "seg-", "retired-seg-"))
+                )
+                and os.path.getsize(os.path.join(directory, f)) > 0
+            )
             if remains:
-                raise IndexExistsError(f"{directory} holds the remains of an index whose database ({DB_NAME}) is "
-                                       f"missing: {few(remains, 3)}; a new index there would take them up: move "
-                                       "them away or choose another directory")
+                raise IndexExistsError(
+                    f"{directory} holds the remains of an index whose database ({DB_NAME}) is "
+                    f"missing: {few(remains, 3)}; a new index there would take them up: move "
+                    "them away or choose another directory"
+                )
         except BaseException:
             lock.release()
             raise
@@ -176,10 +203,19 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             conn = sqlite3.connect(tmp, isolation_level=None)
             conn.executescript(SCHEMA)
             now = time.time()
-            meta = {"format": str(FORMAT), "config": json.dumps(cfg.as_dict()), "created_at": repr(now),
-                    "neardup_version": package_version(), "probe": _probe(cfg),
-                    "generation": "0", "next_doc": "1", "next_cluster": "1", "next_batch": "1",
-                    "tuning": tuning.to_json(), **counters.ZERO}
+            meta = {
+                "format": str(FORMAT),
+                "config": json.dumps(cfg.as_dict()),
+                "created_at": repr(now),
+                "neardup_version": package_version(),
+                "probe": _probe(cfg),
+                "generation": "0",
+                "next_doc": "1",
+                "next_cluster": "1",
+                "next_batch": "1",
+                "tuning": tuning.to_json(),
+                **counters.ZERO,
+            }
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO meta VALUES (?, ?)", list(meta.items()))
             conn.execute("INSERT INTO text_files VALUES (1, 'texts-000001.dat', 0)")
@@ -196,10 +232,20 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         return cls.open(directory, threads=threads, steps=steps)
 
     @classmethod
-    def open(cls, directory: str | os.PathLike, *, threads: int | None = None, sync: str = "full",
-             segment_min: int | None = None, l0_max: int | None = None, l0_fold_at: int | None = None,
-             merge_max: int | None = None, background_fold: bool = False, steps: Steps | None = None,
-             **expected) -> "Index":
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        *,
+        threads: int | None = None,
+        sync: str = "full",
+        segment_min: int | None = None,
+        l0_max: int | None = None,
+        l0_fold_at: int | None = None,
+        merge_max: int | None = None,
+        background_fold: bool = False,
+        steps: Steps | None = None,
+        **expected,
+    ) -> Index:
         """Open the index in `directory`. Any setting passed (k=, num_perm=, scheme=, ...) must
         equal the stored one, else :class:`IndexConfigError`. Reading needs no lock; the first
         write takes the writer lock (:class:`IndexLockedError` if another process holds it).
@@ -268,18 +314,21 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 diffs.append(f"{k}: index has {stored[k]!r}, asked for {want!r}")
         if diffs:
             conn.close()
-            raise IndexConfigError(f"{directory}: settings differ from the index's, refusing to mix signatures: "
-                                   + "; ".join(diffs))
+            raise IndexConfigError(
+                f"{directory}: settings differ from the index's, refusing to mix signatures: " + "; ".join(diffs)
+            )
         probe = _probe(cfg)
         if probe != meta.get("probe"):
             conn.close()
             raise IndexConfigError(
                 f"{directory}: this build of neardup computes different signatures or exact keys for the "
                 f"index's settings ({cfg.settings.scheme}, seed {cfg.settings.seed}, k {cfg.settings.k}, unit {cfg.settings.unit}) than the build "
-                f"that made it ({meta.get('neardup_version')}); rebuild the index")
+                f"that made it ({meta.get('neardup_version')}); rebuild the index"
+            )
         try:
-            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(segment_min=segment_min, l0_max=l0_max,
-                                                                        l0_fold_at=l0_fold_at, merge_max=merge_max)
+            tuning = Tuning.from_json(meta.get("tuning")).with_overrides(
+                segment_min=segment_min, l0_max=l0_max, l0_fold_at=l0_fold_at, merge_max=merge_max
+            )
         except (ValueError, TypeError) as exc:
             conn.close()
             if isinstance(exc, InvalidParameterError):
@@ -309,15 +358,17 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             if not os.path.exists(p):
                 raise FileGoneError(f"segment {name} is listed in the manifest but missing", name)
             if os.path.getsize(p) != size:
-                raise IndexCorruptError(f"segment {name} is truncated or altered: {os.path.getsize(p)} bytes, "
-                                        f"the manifest says {size}")
+                raise IndexCorruptError(
+                    f"segment {name} is truncated or altered: {os.path.getsize(p)} bytes, the manifest says {size}"
+                )
         for fid, name, committed in conn.execute("SELECT file, name, committed FROM text_files").fetchall():
             p = os.path.join(self.directory, name)
             if not os.path.exists(p):
                 raise FileGoneError(f"text file {name} is missing", name)
             if os.path.getsize(p) < committed and not pend.covers(conn, fid, os.path.getsize(p), committed):
-                raise IndexCorruptError(f"text file {name} is truncated: {os.path.getsize(p)} bytes, "
-                                        f"{committed} committed")
+                raise IndexCorruptError(
+                    f"text file {name} is truncated: {os.path.getsize(p)} bytes, {committed} committed"
+                )
 
     def close(self) -> None:
         """Close the index. An add, remove or compact under way in another thread finishes first
@@ -349,7 +400,7 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             self._drop_log_file()
             self._lock.release()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -360,7 +411,8 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if os.getpid() != self._pid:
             raise ForkedIndexError(
                 f"{self.directory}: this Index was opened by process {self._pid}, and this process was forked from it: "
-                "open the index again here (Index.open); its connections, files and writer lock are the parent's")
+                "open the index again here (Index.open); its connections, files and writer lock are the parent's"
+            )
 
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
@@ -419,9 +471,11 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             # (and segments merged away whose gradual deletion a crash cut short: fold.RETIRED)
             # (the index's own names only: a user's texts-notes.txt or retired-plans.doc in the
             # directory was deleted by every writer's open until 2026-12-01)
-            if store.is_index_file(name) and ((name.startswith("seg-") and name not in listed)
-                                              or (name.startswith("texts-") and name not in texts)
-                                              or name.startswith(fold.RETIRED)):
+            if store.is_index_file(name) and (
+                (name.startswith("seg-") and name not in listed)
+                or (name.startswith("texts-") and name not in texts)
+                or name.startswith(fold.RETIRED)
+            ):
                 try:
                     os.unlink(os.path.join(self.directory, name))
                 except OSError:  # pragma: no cover
@@ -445,8 +499,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             except FileGoneError as exc:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
-                listed = conn.execute("SELECT 1 FROM segments WHERE file = ? UNION ALL "
-                                      "SELECT 1 FROM text_files WHERE name = ?", (exc.file, exc.file)).fetchone()
+                listed = conn.execute(
+                    "SELECT 1 FROM segments WHERE file = ? UNION ALL SELECT 1 FROM text_files WHERE name = ?",
+                    (exc.file, exc.file),
+                ).fetchone()
                 if listed is not None or attempt == attempts - 1:
                     raise
                 with self._state_lock:
@@ -489,8 +545,9 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         return [self._segcache.get(n, s, c) for n, s, c in st.segments]
 
     # ------------------------------------------------------------------ reading records
-    def _checked(self, inputs: Any, fields: Fields | None, max_chars: int, skips: Skips | None = None
-                 ) -> tuple[list[Checked], list[tuple]]:
+    def _checked(
+        self, inputs: Any, fields: Fields | None, max_chars: int, skips: Skips | None = None
+    ) -> tuple[list[Checked], list[tuple]]:
         """Check every record of `inputs` (paths, records, or a single text) like ``dedup``."""
         _check_max_chars(max_chars)
         return read_checked(inputs, _fields_of(fields) or self.fields, max_chars, skips)
@@ -502,7 +559,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         ks = sorted(keys)
         for s in range(0, len(ks), 30000):
             chunk = ks[s : s + 30000]
-            out += [r[0] for r in conn.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)]
+            out += [
+                r[0]
+                for r in conn.execute(f"SELECT id FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            ]
         return out
 
     @staticmethod
@@ -517,7 +577,6 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if parts:
             seen = set(twice)
             raise DuplicateIdError("; ".join(parts), list(twice) + [i for i in present if i not in seen])
-
 
     # ------------------------------------------------------------------ verification helpers
     def _texts_of(self, conn, doc_list: list[int], meta: dict[int, dict] | None = None) -> dict[int, str]:
@@ -538,9 +597,13 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         for f, ds in by_file.items():  # one bulk read per text file (there is usually one)
             crcs = [rows[d]["text"][3] for d in ds]
             try:
-                texts = self._texts.read_many(names[f], [rows[d]["text"][1] for d in ds],
-                                              [rows[d]["text"][2] for d in ds], crcs,
-                                              lambda i, ds=ds: repr(rows[ds[i]]["id"]))
+                texts = self._texts.read_many(
+                    names[f],
+                    [rows[d]["text"][1] for d in ds],
+                    [rows[d]["text"][2] for d in ds],
+                    crcs,
+                    lambda i, ds=ds: repr(rows[ds[i]]["id"]),
+                )
             except IndexCorruptError:
                 # a log a power cut shortened, not yet mended by a writer: the texts it lost
                 # are in pending_texts (index/pending.py); any other damage is raised again
@@ -548,9 +611,14 @@ class Index(Planning, Committing, Removal, Reading, Checking):
                 if not found:
                     self._raise_if_removed(conn, ds, rows)
                     raise
-                texts = [found[d] if d in found else self._texts.read(
-                             names[f], rows[d]["text"][1], rows[d]["text"][2], rows[d]["text"][3], repr(rows[d]["id"]))
-                         for d in ds]
+                texts = [
+                    found[d]
+                    if d in found
+                    else self._texts.read(
+                        names[f], rows[d]["text"][1], rows[d]["text"][2], rows[d]["text"][3], repr(rows[d]["id"])
+                    )
+                    for d in ds
+                ]
             out.update(zip(ds, texts))
         return out
 
@@ -576,8 +644,10 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             return
         fresh = store.connect(os.path.join(self.directory, DB_NAME))
         try:
-            q = (f"SELECT doc, text_file, text_offset, text_length, text_crc FROM documents "
-                 f"WHERE doc IN ({','.join('?' * len(docs))})")
+            q = (
+                f"SELECT doc, text_file, text_offset, text_length, text_crc FROM documents "
+                f"WHERE doc IN ({','.join('?' * len(docs))})"
+            )
             now = {r[0]: r[1:] for r in fresh.execute(q, docs)}
         finally:
             fresh.close()
@@ -620,7 +690,6 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         """fsync the text log if small adds' texts wait for it in SQLite (the service's
         checkpoint thread calls this; the next commit deletes the rows it covered)."""
         return self._pending.sync()
-
 
     # ------------------------------------------------------------------ public: the writer's API
     # What a writer driving the index from outside its own methods uses (the service's group
@@ -716,8 +785,16 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         self._committed_for_good()
 
     # ------------------------------------------------------------------ public: add, query
-    def add(self, inputs: Any, *, fields: Fields | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-            dry_run: bool = False, note: str | None = None, on_error: str = "stop") -> Verdicts:
+    def add(
+        self,
+        inputs: Any,
+        *,
+        fields: Fields | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        dry_run: bool = False,
+        note: str | None = None,
+        on_error: str = "stop",
+    ) -> Verdicts:
         """Add a batch (paths, a list of record dicts, ...): each document is checked against the
         archive and the earlier part of the batch, then the batch is inserted — all or nothing.
         Returns one :class:`Verdict` per document (a lazy sequence). ``dry_run=True`` inserts
@@ -732,8 +809,9 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             docs, extras = self._checked(inputs, fields, max_chars, skips)
             if skips is not None:
                 keys = [c.key for c in docs]
-                docs, extras, _ = without_taken_ids(docs, extras, keys, set(), set(self._present(self._conn(), keys)),
-                                                    skips, skips.where)
+                docs, extras, _ = without_taken_ids(
+                    docs, extras, keys, set(), set(self._present(self._conn(), keys)), skips, skips.where
+                )
             return self._skipped(self.add_checked(docs, extras, dry_run=True), skips)
         _check_max_chars(max_chars)
         with self._wlock:
@@ -751,10 +829,18 @@ class Index(Planning, Committing, Removal, Reading, Checking):
             pending = self._text_writer(conn)
             try:
                 docs, extras, signed, twice, present = read_and_sign(
-                    inputs, _fields_of(fields) or self.fields, max_chars, self.signer, cfg.bands, cfg.rows, self.threads,
+                    inputs,
+                    _fields_of(fields) or self.fields,
+                    max_chars,
+                    self.signer,
+                    cfg.bands,
+                    cfg.rows,
+                    self.threads,
                     lambda keys: self._present(conn, keys),
                     on_chunk=(lambda chunk: pending.put([c.text for c in chunk])) if pending is not None else None,
-                    skips=skips, chunk=self.steps.sign_chunk)
+                    skips=skips,
+                    chunk=self.steps.sign_chunk,
+                )
                 loading.result()  # a corrupt segment is reported here
                 self._raise_duplicate_ids(sorted(set(twice)), present)
             except BaseException:
@@ -773,8 +859,16 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         verdicts.skipped = skips.in_order() if skips is not None else []
         return verdicts
 
-    def add_checked(self, docs: list[Checked], extras: list | None = None, *, dry_run: bool = False,
-                    note: str | None = None, ids_checked: bool = False, parts: list[int] | None = None) -> Verdicts:
+    def add_checked(
+        self,
+        docs: list[Checked],
+        extras: list | None = None,
+        *,
+        dry_run: bool = False,
+        note: str | None = None,
+        ids_checked: bool = False,
+        parts: list[int] | None = None,
+    ) -> Verdicts:
         """Add (or with `dry_run`, check) records already read and checked (``_checked``).
         `ids_checked=True`: the caller checked that the ids are unique and new to the index
         while holding a lock that keeps every other add out until this one returns (the
@@ -803,19 +897,35 @@ class Index(Planning, Committing, Removal, Reading, Checking):
 
             return self._fresh_read(conn, plan)
         with self._wlock:
-            return self._add_locked(self._writer(), docs, extras, None, time.time(), note, None,
-                                    ids_checked=ids_checked, parts=parts)
+            return self._add_locked(
+                self._writer(), docs, extras, None, time.time(), note, None, ids_checked=ids_checked, parts=parts
+            )
 
-    def _add_locked(self, conn, docs, extras, signed: Signed | None, t0: float, note: str | None,
-                    sw: Stages | None, pending: PendingTexts | None = None, ids_checked: bool = False,
-                    parts: list[int] | None = None) -> Verdicts:
+    def _add_locked(
+        self,
+        conn,
+        docs,
+        extras,
+        signed: Signed | None,
+        t0: float,
+        note: str | None,
+        sw: Stages | None,
+        pending: PendingTexts | None = None,
+        ids_checked: bool = False,
+        parts: list[int] | None = None,
+    ) -> Verdicts:
         # the meta values an add reads (generation, next document, cluster and batch numbers),
         # read in one statement: nothing else can write them while this add holds the writer
         # lock (a background fold's commit takes it too). Each SQL statement is a point where
         # the writer thread gives up the GIL and, in the service, waits to get it back.
-        self._meta_memo = dict(conn.execute("SELECT key, value FROM meta WHERE key IN "
-                                            "('generation', 'next_doc', 'next_cluster', 'next_batch', "
-                                            + ", ".join(f"'{k}'" for k in counters.NAMES) + ")"))
+        self._meta_memo = dict(
+            conn.execute(
+                "SELECT key, value FROM meta WHERE key IN "
+                "('generation', 'next_doc', 'next_cluster', 'next_batch', "
+                + ", ".join(f"'{k}'" for k in counters.NAMES)
+                + ")"
+            )
+        )
         if pending is None:
             pending = self._append_texts(conn, docs)  # the text log is written while the plan runs
         try:
@@ -855,8 +965,12 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         """Verdicts for `inputs` without inserting them (a text, a list of texts, records, paths)."""
         if isinstance(inputs, str) and not os.path.exists(inputs) and inputs != "-":
             inputs = [{"id": "query", "text": inputs}]
-        elif isinstance(inputs, (list, tuple)) and inputs and all(isinstance(t, str) for t in inputs) and not all(
-                os.path.exists(t) for t in inputs):
+        elif (
+            isinstance(inputs, (list, tuple))
+            and inputs
+            and all(isinstance(t, str) for t in inputs)
+            and not all(os.path.exists(t) for t in inputs)
+        ):
             inputs = [{"id": f"query-{i}", "text": t} for i, t in enumerate(inputs)]
         # the ids of a query name nothing in the index: one the index holds ("query", a text
         # file's name) or two alike (two files of one name) are not refused as an add's are
@@ -881,16 +995,16 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if not (self.config.store_text and docs):
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(self._log_file(name), fid, committed, [c.text for c in docs],
-                            fsync=self.sync != "normal", defer=pend.DEFER)
+        return PendingTexts(
+            self._log_file(name), fid, committed, [c.text for c in docs], fsync=self.sync != "normal", defer=pend.DEFER
+        )
 
     def _text_writer(self, conn) -> PendingTexts | None:
         """A text-log writer fed chunk by chunk (``put``), or None when texts are not stored."""
         if not self.config.store_text:
             return None
         fid, name, committed = self._last_text_file(conn)
-        return PendingTexts(self._log_file(name), fid, committed, None, fsync=self.sync != "normal",
-                            defer=pend.DEFER)
+        return PendingTexts(self._log_file(name), fid, committed, None, fsync=self.sync != "normal", defer=pend.DEFER)
 
     def _log_file(self, name: str) -> LogFile:
         """The open log `name` (a compact starts a new one: the old descriptor is closed)."""
@@ -904,7 +1018,6 @@ class Index(Planning, Committing, Removal, Reading, Checking):
         if self._logf is not None:
             self._logf.close()
             self._logf = None
-
 
     def fold(self) -> bool:
         """Fold level 0 into a new segment now, building the segment without holding the writer
@@ -931,7 +1044,9 @@ def _fields_of(fields) -> Fields | None:
             return Fields(**fields)
         except TypeError as exc:
             raise InvalidParameterError(f"fields: {exc} (names: id, text, title, time, source)") from None
-    raise InvalidParameterError(f"fields must be a neardup.io.Fields or a mapping of its names, got {type(fields).__name__}")
+    raise InvalidParameterError(
+        f"fields must be a neardup.io.Fields or a mapping of its names, got {type(fields).__name__}"
+    )
 
 
 def _create_lock(directory: str, wait: float = 10.0) -> WriterLock:

@@ -21,6 +21,7 @@ The counts:
 Duplicates (documents that are not their story's keeper) are ``documents - stories``: every
 document is a member of exactly one story.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -54,8 +55,10 @@ def read(conn: sqlite3.Connection) -> dict[str, int]:
         except (KeyError, ValueError):
             from neardup.errors import IndexCorruptError
 
-            raise IndexCorruptError(f"the count {k!r} in meta is {'missing' if k not in rows else repr(rows[k])}, "
-                                    "not a number: `neardup index check --recount` counts again") from None
+            raise IndexCorruptError(
+                f"the count {k!r} in meta is {'missing' if k not in rows else repr(rows[k])}, "
+                "not a number: `neardup index check --recount` counts again"
+            ) from None
     return out
 
 

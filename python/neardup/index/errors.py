@@ -1,4 +1,5 @@
 """Internal helpers of the index's error messages (the exceptions are in neardup.errors)."""
+
 from __future__ import annotations
 
 __all__ = ["PartsShareAStory", "few"]

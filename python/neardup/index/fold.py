@@ -43,6 +43,7 @@ Until 2026-12-01 the tombstones stayed until a ``compact``, which a served index
 tombstone in memory, and each remove copied them all. Tombstones from removes after the
 snapshot stay (the new segment still lists those documents).
 """
+
 from __future__ import annotations
 
 import os
@@ -56,13 +57,22 @@ from operator import itemgetter
 
 import numpy as np
 
-from neardup.index import store
-from neardup.errors import FileGoneError
-from neardup.index.segment import Postings, write_segment
 from neardup import _sets
+from neardup.errors import FileGoneError
+from neardup.index import store
+from neardup.index.segment import Postings, write_segment
 
-__all__ = ["BACKSTOP", "MERGE_FACTOR", "Prepared", "prepare", "commit", "abandon", "fold_once", "Folder",
-           "tail_to_merge"]
+__all__ = [
+    "BACKSTOP",
+    "MERGE_FACTOR",
+    "Prepared",
+    "prepare",
+    "commit",
+    "abandon",
+    "fold_once",
+    "Folder",
+    "tail_to_merge",
+]
 
 #: with background folding an add still folds level 0 inline (in its own transaction) when level
 #: 0 would exceed BACKSTOP x l0_max: background folds that fail or cannot keep up must not let
@@ -117,8 +127,11 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
             listed = conn.execute("SELECT file, docs, bytes, crc FROM segments ORDER BY seg").fetchall()
             rows = conn.execute("SELECT doc, exact_key, bands FROM level0 ORDER BY doc").fetchall()
             gen = int(ix.meta_value(conn, "generation"))
-            k = (tail_to_merge([r[1] for r in listed], len(rows), factor, ix.tuning.merge_max)
-                 if rows and len(rows) >= min_docs else 0)
+            k = (
+                tail_to_merge([r[1] for r in listed], len(rows), factor, ix.tuning.merge_max)
+                if rows and len(rows) >= min_docs
+                else 0
+            )
             # only the tombstones a merge needs (it drops their documents' postings), and they
             # must come from this snapshot: a later remove's tombstone still hides its document
             tomb = np.array([r[0] for r in conn.execute("SELECT doc FROM tombstones")], np.int64) if k else None
@@ -139,8 +152,9 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
             # each document is listed by one segment at most (a fold moves level 0's into a new
             # one, a merge replaces the segments it merges): the tombstones of the documents
             # these list are needed by no file once the merge has dropped their postings
-            listed_docs = np.concatenate([x for part in parts
-                                          for x in ((part.exact[1], part.bands[0][1]) if bands else (part.exact[1],))])
+            listed_docs = np.concatenate(
+                [x for part in parts for x in ((part.exact[1], part.bands[0][1]) if bands else (part.exact[1],))]
+            )
             dropped = _sets.unique(tomb[_sets.isin(tomb, listed_docs)])
             del listed_docs
         if parts:
@@ -161,8 +175,19 @@ def prepare(ix, min_docs: int = 1, factor: int = MERGE_FACTOR, paced: bool = Fal
         except BaseException:
             _unlink(path)
             raise
-        return Prepared(name, p, size, crc, upto, [r[0] for r in listed], [r[0] for r in merged], l0, seen,
-                        time.perf_counter() - t0, dropped)
+        return Prepared(
+            name,
+            p,
+            size,
+            crc,
+            upto,
+            [r[0] for r in listed],
+            [r[0] for r in merged],
+            l0,
+            seen,
+            time.perf_counter() - t0,
+            dropped,
+        )
     finally:
         conn.close()
 
@@ -221,8 +246,10 @@ def commit(ix, pf: Prepared, gradual: bool = False) -> bool:
                 # the merged segments' rows go, the new one comes last: where they were, as the
                 # manifest is checked unchanged above and they were its tail
                 conn.executemany("DELETE FROM segments WHERE file = ?", [(f,) for f in pf.replaces])
-                conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
-                             (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()))
+                conn.execute(
+                    "INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (pf.name, pf.postings.docs, pf.size, pf.crc, time.time()),
+                )
                 # tombstones only the merged segments needed: without this they were kept until a
                 # compact, which a served index never gets (it needs the writer lock): an index
                 # evicting 200,000 articles a day kept 1.6 MB more of them in memory each day, and
@@ -408,8 +435,11 @@ class Folder:
         except Exception as exc:  # reported, never raised into a request
             self.errors += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
-            print(f"neardup: background fold of level 0 failed ({self.last_error}); level 0 stays as it was",
-                  file=sys.stderr, flush=True)
+            print(
+                f"neardup: background fold of level 0 failed ({self.last_error}); level 0 stays as it was",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def wait(self) -> None:
         t = self._thread

@@ -11,6 +11,7 @@ edges; the range reads as zeros after it, as it did after writing them, and the 
 length (every offset in the index stays valid). Where the call is missing or the file system
 refuses it, zeros are written as before.
 """
+
 from __future__ import annotations
 
 import ctypes

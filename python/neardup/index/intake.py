@@ -14,6 +14,7 @@ the inserts) runs on one: so the batch's texts go to the text log's writer (``on
 the reading and signing are done, and its write (0.5 CPU seconds) overlaps the plan instead of
 competing with the signing.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,9 @@ from neardup.errors import RecordError
 from neardup.io.readers import JsonlSource, irregular_line, lossy, open_sources
 from neardup.io.records import TIME_MAX, TIME_MIN, Checked, Fields, Limits, check_record, decode_utf8, is_valid_unicode
 from neardup.io.writers import json_default
+from neardup.simhash import block_keys
 from neardup.stages.handoff import put_until_stopped, received
 from neardup.stages.signer import Signer, exact_keys
-from neardup.simhash import block_keys
 
 __all__ = ["Signed", "Skips", "without_taken_ids", "records", "checked_blocks", "read_checked", "read_and_sign", "sign"]
 
@@ -77,8 +78,9 @@ def records(inputs: Any, fields: Fields, max_chars: int) -> Iterator[tuple[Check
         yield from zip(docs, extras)
 
 
-def checked_blocks(inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
-                   ) -> Iterator[tuple[list[Checked], list[tuple]]]:
+def checked_blocks(
+    inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
+) -> Iterator[tuple[list[Checked], list[tuple]]]:
     """What :func:`records` gives, as lists a block of input at a time (the lines of a 4 MiB
     block of JSONL; 8192 records of other formats). With `skips`, a bad record is listed there
     and left out instead of raised (a file that cannot be read at all still raises)."""
@@ -128,8 +130,9 @@ def _keep(docs: list, extras: list, doc: Checked, ex: tuple, skips: Skips | None
         skips.where.append(place)
 
 
-def _extras(rec: dict, fields: Fields, skip: set, checked: Checked | None, path: str, recno: int
-            ) -> tuple[str | None, int | None]:
+def _extras(
+    rec: dict, fields: Fields, skip: set, checked: Checked | None, path: str, recno: int
+) -> tuple[str | None, int | None]:
     """(the record's other fields as JSON or None, the title's length or None). A time that
     could not be read (`checked.time_error`: the document's time counts as missing) is kept
     among the other fields, as it came, so that nothing of the record is lost. A field that
@@ -164,8 +167,9 @@ _new = tuple.__new__  # makes a Checked without the Python-level __new__ of a Na
 _NAN = math.nan
 
 
-def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, skips: Skips | None = None
-                  ) -> Iterator[tuple[list[Checked], list[tuple]]]:
+def _jsonl_blocks(
+    src: JsonlSource, fields: Fields, limits: Limits, skip: set, skips: Skips | None = None
+) -> Iterator[tuple[list[Checked], list[tuple]]]:
     """JSONL records parsed and checked a block of lines at a time, in one loop. A day's add
     reads 200,000 records on one core while the other signs them, and the reading was most of
     that core's time (a generator step per record in the reader and another here, a NamedTuple
@@ -211,9 +215,19 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, s
             else:
                 t = None  # a string, or anything else: check_record parses or rejects it
             try:
-                if (t is not None and plain and type(rid) is str and type(text) is str and 0 < len(text) <= max_chars
-                        and (srcv is None or type(srcv) is str and srcv.isascii()) and text.isascii()
-                        and not text.isspace() and rid and rid.isascii() and not rid.isspace()):
+                if (
+                    t is not None
+                    and plain
+                    and type(rid) is str
+                    and type(text) is str
+                    and 0 < len(text) <= max_chars
+                    and (srcv is None or type(srcv) is str and srcv.isascii())
+                    and text.isascii()
+                    and not text.isspace()
+                    and rid
+                    and rid.isascii()
+                    and not rid.isspace()
+                ):
                     doc = _new(Checked, (rid, rid, text, t, srcv, None))
                     ex = (None, None) if only_known(rec) else _extras(rec, fields, skip, None, name, start + i)
                 else:
@@ -227,9 +241,15 @@ def _jsonl_blocks(src: JsonlSource, fields: Fields, limits: Limits, skip: set, s
             yield docs, extras
 
 
-def without_taken_ids(docs: list[Checked], extras: list[tuple], keys: list[str], seen: set[str],
-                       present: set[str], skips: Skips, where: list[tuple[str, int]]
-                       ) -> tuple[list[Checked], list[tuple], list[str]]:
+def without_taken_ids(
+    docs: list[Checked],
+    extras: list[tuple],
+    keys: list[str],
+    seen: set[str],
+    present: set[str],
+    skips: Skips,
+    where: list[tuple[str, int]],
+) -> tuple[list[Checked], list[tuple], list[str]]:
     """A chunk without the records whose id the index holds (`present`) or an earlier record
     of the batch took (`seen`, updated), each listed in `skips` with its file and line."""
     keep = []
@@ -261,8 +281,9 @@ def _extra_json(ex: dict) -> str:
         return out
 
 
-def read_checked(inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
-                 ) -> tuple[list[Checked], list[tuple]]:
+def read_checked(
+    inputs: Any, fields: Fields, max_chars: int, skips: Skips | None = None
+) -> tuple[list[Checked], list[tuple]]:
     docs: list[Checked] = []
     extras: list[tuple] = []
     for d, ex in checked_blocks(inputs, fields, max_chars, skips):
@@ -279,7 +300,9 @@ def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int |
     simhash = signer.opts.settings.method == "simhash"
     width, dtype = (1, np.uint64) if simhash else (signer.opts.settings.num_perm, np.uint32)
     if n == 0:
-        return Signed(np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros((0, width), dtype), np.zeros((0, bands), np.uint64))
+        return Signed(
+            np.zeros(0, np.uint64), np.zeros(0, bool), np.zeros((0, width), dtype), np.zeros((0, bands), np.uint64)
+        )
     keyed = signer.keyed(texts)  # MinHash: one tokenisation of each text for its key and signature
     if keyed is not None:
         sigs, ek, ntok = keyed
@@ -305,17 +328,31 @@ def sign(texts: list[str], signer: Signer, bands: int, rows: int, threads: int |
 def _concat(parts: list[Signed], signer: Signer, bands: int) -> Signed:
     if not parts:
         return sign([], signer, bands, 1, None)
-    return Signed(np.concatenate([p.exact_keys for p in parts]), np.concatenate([p.has_tok for p in parts]),
-                  np.concatenate([p.sigs for p in parts]), np.concatenate([p.band_keys for p in parts]))
+    return Signed(
+        np.concatenate([p.exact_keys for p in parts]),
+        np.concatenate([p.has_tok for p in parts]),
+        np.concatenate([p.sigs for p in parts]),
+        np.concatenate([p.band_keys for p in parts]),
+    )
 
 
 _END = object()
 
 
-def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, bands: int, rows: int,
-                  threads: int | None, present: Callable[[list[str]], list[str]],
-                  on_chunk: Callable[[list[Checked]], None] | None = None, skips: Skips | None = None,
-                  *, chunk: int) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
+def read_and_sign(
+    inputs: Any,
+    fields: Fields,
+    max_chars: int,
+    signer: Signer,
+    bands: int,
+    rows: int,
+    threads: int | None,
+    present: Callable[[list[str]], list[str]],
+    on_chunk: Callable[[list[Checked]], None] | None = None,
+    skips: Skips | None = None,
+    *,
+    chunk: int,
+) -> tuple[list[Checked], list[tuple], Signed, list[str], list[str]]:
     """Read and check `inputs` in a thread while this one signs each chunk and asks
     `present(keys)` which of its ids the index already holds; then hand the chunks, in order,
     to `on_chunk` (the text log's writer: see the module's note); `chunk`: documents read before
@@ -364,8 +401,9 @@ def read_and_sign(inputs: Any, fields: Fields, max_chars: int, signer: Signer, b
             keys = [c.key for c in docs]
             if skips is not None:
                 n = len(docs)
-                docs, extras, keys = without_taken_ids(docs, extras, keys, seen, set(present(keys)),
-                                                        skips, skips.where[read : read + n])
+                docs, extras, keys = without_taken_ids(
+                    docs, extras, keys, seen, set(present(keys)), skips, skips.where[read : read + n]
+                )
                 read += n
             else:
                 for k in keys:

@@ -1,5 +1,6 @@
 """A function run in a thread of its own (a segment file built while the rows are inserted,
 segments loaded while a batch is read)."""
+
 from __future__ import annotations
 
 import threading

@@ -15,6 +15,7 @@ read the budget as all the pairs and split such stories.
 Each upgrade is one transaction under the writer lock (IndexLockedError if a writer holds it);
 an older neardup refuses the newer format instead of missing what it adds.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -25,13 +26,16 @@ import numpy as np
 from neardup.index import counters
 from neardup.index.store import WriterLock, immediate
 
-LEVEL0 = ("CREATE TABLE level0 (doc INTEGER PRIMARY KEY, exact_key INTEGER NOT NULL, "
-          "bands BLOB NOT NULL)")
-PENDING = ("CREATE TABLE pending_texts (doc INTEGER PRIMARY KEY, file INTEGER NOT NULL, "
-           "offset INTEGER NOT NULL, body BLOB NOT NULL)")
+LEVEL0 = "CREATE TABLE level0 (doc INTEGER PRIMARY KEY, exact_key INTEGER NOT NULL, bands BLOB NOT NULL)"
+PENDING = (
+    "CREATE TABLE pending_texts (doc INTEGER PRIMARY KEY, file INTEGER NOT NULL, "
+    "offset INTEGER NOT NULL, body BLOB NOT NULL)"
+)
 
 
-def _upgrade(directory: str, conn: sqlite3.Connection, old: int, change: Callable[[sqlite3.Connection], object]) -> None:
+def _upgrade(
+    directory: str, conn: sqlite3.Connection, old: int, change: Callable[[sqlite3.Connection], object]
+) -> None:
     """Format `old` to `old` + 1 by `change`, in one transaction under the writer lock."""
     lock = WriterLock(directory)
     lock.acquire()
@@ -56,8 +60,10 @@ def migrate_1_to_2(directory: str, conn: sqlite3.Connection, cfg_bands: int) -> 
             else:
                 r[1][band] = key & 0xFFFFFFFFFFFFFFFF
         conn.execute(LEVEL0)
-        conn.executemany("INSERT INTO level0 VALUES (?, ?, ?)",
-                         [(d, ek, b.astype("<u8").tobytes()) for d, (ek, b) in sorted(rows.items())])
+        conn.executemany(
+            "INSERT INTO level0 VALUES (?, ?, ?)",
+            [(d, ek, b.astype("<u8").tobytes()) for d, (ek, b) in sorted(rows.items())],
+        )
         conn.execute("DROP TABLE postings")
 
     _upgrade(directory, conn, 1, change)

@@ -20,6 +20,7 @@ the bytes a power cut could take from it are also in ``pending_texts``:
 Why not keep small adds' texts in SQLite for good: the log keeps the database small (texts are
 most of an index's bytes) and every reader, compaction and the Rust bulk reader on one path.
 """
+
 from __future__ import annotations
 
 import os
@@ -102,8 +103,9 @@ def delete_rows(conn, sql: str, args: tuple = ()) -> None:
 def recover(conn, directory: str) -> int:
     """A writer's open: write each row's bytes back into its log where they differ (a power cut
     took them), fsync the logs, delete the rows. Returns how many texts were rewritten."""
-    rows = conn.execute("SELECT p.offset, p.body, t.name FROM pending_texts p "
-                        "JOIN text_files t ON t.file = p.file ORDER BY p.doc").fetchall()
+    rows = conn.execute(
+        "SELECT p.offset, p.body, t.name FROM pending_texts p JOIN text_files t ON t.file = p.file ORDER BY p.doc"
+    ).fetchall()
     if not rows and conn.execute("SELECT NOT EXISTS (SELECT 1 FROM pending_texts)").fetchone()[0]:
         return 0
     fds: dict[str, int] = {}
@@ -129,8 +131,9 @@ def covers(conn, file_id: int, size: int, committed: int) -> bool:
     """Whether the rows hold every byte of log `file_id` from `size` (its length on disk) up to
     `committed`: a log cut short by a power cut that the next writer will mend."""
     end = size
-    for offset, length in conn.execute("SELECT offset, length(body) FROM pending_texts WHERE file = ? "
-                                       "ORDER BY offset", (file_id,)):
+    for offset, length in conn.execute(
+        "SELECT offset, length(body) FROM pending_texts WHERE file = ? ORDER BY offset", (file_id,)
+    ):
         if offset > end:
             return False
         end = max(end, offset + length)
@@ -144,8 +147,9 @@ def read_fallback(conn, docs: list[int], crcs: list[int]) -> dict[int, str]:
     want = dict(zip(docs, crcs))
     for s in range(0, len(docs), 30000):
         chunk = docs[s : s + 30000]
-        for d, body in conn.execute(f"SELECT doc, body FROM pending_texts WHERE doc IN ({','.join('?' * len(chunk))})",
-                                    chunk):
+        for d, body in conn.execute(
+            f"SELECT doc, body FROM pending_texts WHERE doc IN ({','.join('?' * len(chunk))})", chunk
+        ):
             if zlib.crc32(body) == (want[d] & 0xFFFFFFFF):
                 try:
                     out[d] = body.decode("utf-8")

@@ -8,6 +8,7 @@ and dicts: the service's single articles, where numpy's cost per call, a few mic
 times some sixty calls, was most of the plan). Both make the same decisions
 (tests/index/test_small_plan.py runs every add both ways).
 """
+
 from __future__ import annotations
 
 import math
@@ -17,12 +18,26 @@ import numpy as np
 from neardup import _sets
 from neardup.graph import connected_components
 
-__all__ = ["first_in_archive", "first_in_archive_few", "first_in_batch", "first_in_batch_few",
-           "unique_pairs", "unique_pairs_few", "join", "join_few", "group", "group_few", "pair_rows",
-           "pair_rows_few", "new_clusters", "new_clusters_few", "best_pairs", "best_pairs_few",
-           "concat_hits", "nan_if_none"]
-
-
+__all__ = [
+    "first_in_archive",
+    "first_in_archive_few",
+    "first_in_batch",
+    "first_in_batch_few",
+    "unique_pairs",
+    "unique_pairs_few",
+    "join",
+    "join_few",
+    "group",
+    "group_few",
+    "pair_rows",
+    "pair_rows_few",
+    "new_clusters",
+    "new_clusters_few",
+    "best_pairs",
+    "best_pairs_few",
+    "concat_hits",
+    "nan_if_none",
+]
 
 
 def first_in_archive(qi: np.ndarray, adocs: np.ndarray, tok_idx: np.ndarray, n: int) -> np.ndarray:
@@ -99,11 +114,14 @@ def join(n, meta, ae, arch_exact, be, batch_exact, ci, cd, bp, next_cluster) -> 
 
     c_ae, c_cd = cluster_of_arch(arch_exact[ae]), cluster_of_arch(cd)
     touched = _sets.unique(np.concatenate([c_ae, c_cd]))
-    e = np.concatenate([
-        np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
-        np.stack([batch_exact[be], be], axis=1),
-        np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
-        bp]).astype(np.uint32)
+    e = np.concatenate(
+        [
+            np.stack([ae, n + np.searchsorted(touched, c_ae)], axis=1),
+            np.stack([batch_exact[be], be], axis=1),
+            np.stack([ci, n + np.searchsorted(touched, c_cd)], axis=1),
+            bp,
+        ]
+    ).astype(np.uint32)
     N = n + len(touched)
     labels = np.asarray(connected_components(N, e), dtype=np.int64) if N else np.zeros(0, np.int64)
     lab_b, lab_t = labels[:n], labels[n:]
@@ -212,7 +230,9 @@ def new_clusters(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, 
     return ncl[o].tolist(), nkeep[o].tolist(), nsize[o].tolist()
 
 
-def new_clusters_few(singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]) -> tuple[list, list, list]:
+def new_clusters_few(
+    singles: tuple[np.ndarray, np.ndarray], multi: list[tuple[int, int, int]]
+) -> tuple[list, list, list]:
     rows = sorted([(c, k, 1) for c, k in zip(singles[0].tolist(), singles[1].tolist())] + multi)
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 

@@ -8,6 +8,7 @@ texts, or the signature estimate), union-find over the new edges and the cluster
 steps are in plan_steps.py; the commit that writes a plan in committing.py. A mixin of
 :class:`~neardup.index.core.Index`.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -18,23 +19,37 @@ from typing import Any
 import numpy as np
 
 from neardup import _core
-from neardup.index.attrs import IndexAttrs
-from neardup.index import store
 from neardup.errors import IndexCorruptError
-from neardup.index.segment import Postings
+from neardup.index import budget, store
+from neardup.index.attrs import IndexAttrs
 from neardup.index.intake import Signed, sign
+from neardup.index.plan_steps import (
+    best_pairs,
+    best_pairs_few,
+    concat_hits,
+    first_in_archive,
+    first_in_archive_few,
+    first_in_batch,
+    first_in_batch_few,
+    group,
+    group_few,
+    join,
+    join_few,
+    nan_if_none,
+    pair_rows,
+    pair_rows_few,
+    unique_pairs,
+    unique_pairs_few,
+)
+from neardup.index.segment import Postings
 from neardup.index.stages import Stages
-from neardup.index.verdicts import Verdicts
 from neardup.index.store import State, lookup
+from neardup.index.verdicts import Verdicts
 from neardup.io.records import Checked
+from neardup.simhash import hamming
 from neardup.stages.candidates import pairs_from_keys
 from neardup.stages.keepers import pick_keepers, source_ranks
 from neardup.stages.verify import HashSets, estimate_pairs, verify_exact
-from neardup.simhash import hamming
-from neardup.index import budget
-from neardup.index.plan_steps import (best_pairs, best_pairs_few, concat_hits, first_in_archive, first_in_archive_few,
-    first_in_batch, first_in_batch_few, group, group_few, join, join_few, nan_if_none, pair_rows, pair_rows_few,
-    unique_pairs, unique_pairs_few)
 
 __all__ = ["Plan", "Planning", "parts_share_a_story"]
 
@@ -146,11 +161,15 @@ class _Work:
     old_members: dict[int, list[dict]] = field(default_factory=dict)
     old_multi: int = 0
     absorbed: dict[int, list[int]] = field(default_factory=dict)
-    cluster_rows: dict[int, tuple[int, int]] = field(default_factory=dict)  # clusters other than the singles: (keeper, size)
+    cluster_rows: dict[int, tuple[int, int]] = field(
+        default_factory=dict
+    )  # clusters other than the singles: (keeper, size)
     member_updates: list[tuple[float, str | None, int, int]] = field(default_factory=list)
     new_sim: np.ndarray = field(default_factory=lambda: np.zeros(0))
     new_match: list[str | None] = field(default_factory=list)
-    sim_jobs: list[tuple[str, int, str, int, int]] = field(default_factory=list)  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
+    sim_jobs: list[tuple[str, int, str, int, int]] = field(
+        default_factory=list
+    )  # (kind, idx/doc, keeper kind, keeper idx/doc, ...)
 
     @property
     def n(self) -> int:
@@ -162,8 +181,14 @@ class _Work:
 
 
 class Planning(IndexAttrs):
-    def _plan(self, conn: sqlite3.Connection, docs: list[Checked], extras: list, signed: Signed | None = None,
-              ids_checked: bool = False) -> Plan:
+    def _plan(
+        self,
+        conn: sqlite3.Connection,
+        docs: list[Checked],
+        extras: list,
+        signed: Signed | None = None,
+        ids_checked: bool = False,
+    ) -> Plan:
         """Everything an add decides, before anything is written. `signed`: the batch's exact
         keys, signatures and band keys when the caller computed them (an add from files does,
         while reading, and checks the ids too); else they are computed here. `ids_checked`: the
@@ -196,9 +221,30 @@ class Planning(IndexAttrs):
         verdicts = self._verdicts(w, closest)
         sw.lap("plan: closest, verdicts")
         self.last_stages = sw.times
-        return Plan(docs, extras, w.doc_nums, w.ek, w.has_tok, w.sigs, w.sig_row, w.bk, w.cluster_of, w.singles,
-                    w.merged, w.cluster_rows, w.first_new, w.member_updates, w.new_sim, w.new_match, closest, pairs,
-                    verdicts, w.next_cluster, w.old_multi, sw)
+        return Plan(
+            docs,
+            extras,
+            w.doc_nums,
+            w.ek,
+            w.has_tok,
+            w.sigs,
+            w.sig_row,
+            w.bk,
+            w.cluster_of,
+            w.singles,
+            w.merged,
+            w.cluster_rows,
+            w.first_new,
+            w.member_updates,
+            w.new_sim,
+            w.new_match,
+            closest,
+            pairs,
+            verdicts,
+            w.next_cluster,
+            w.old_multi,
+            sw,
+        )
 
     def _sign_batch(self, conn: sqlite3.Connection, docs: list[Checked], ids_checked: bool, sw: Stages) -> Signed:
         """The ids checked (unique in the batch and new to the index) unless the caller did,
@@ -223,15 +269,28 @@ class Planning(IndexAttrs):
         sig_row[tok_idx] = np.arange(len(tok_idx))
         arrays = self._arrays(st)
         few = self._few_handles(st, arrays)  # cached per set of segments
-        return _Work(conn, docs, sw, st, n <= self.steps.small_plan, signed.exact_keys, signed.has_tok, signed.sigs,
-                     signed.band_keys, tok_idx, sig_row, few)
+        return _Work(
+            conn,
+            docs,
+            sw,
+            st,
+            n <= self.steps.small_plan,
+            signed.exact_keys,
+            signed.has_tok,
+            signed.sigs,
+            signed.band_keys,
+            tok_idx,
+            sig_row,
+            few,
+        )
 
     def _exact_pass(self, w: _Work) -> None:
         """Each document's first copy in the archive, else earlier in the batch; the
         representatives (documents with tokens and neither) are the ones looked up by band."""
         st, few, ek, tok_idx, n = w.st, w.few, w.ek, w.tok_idx, w.n
-        qi, adocs = concat_hits(lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]),
-                         st.l0.lookup(-1, ek[tok_idx], st.tombstones))
+        qi, adocs = concat_hits(
+            lookup(few[0][0], ek[tok_idx], st.tombstones, few[0][1]), st.l0.lookup(-1, ek[tok_idx], st.tombstones)
+        )
         w.arch_exact = arch_exact = (first_in_archive_few if w.small else first_in_archive)(qi, adocs, tok_idx, n)
         rest = tok_idx[arch_exact[tok_idx] < 0]
         w.batch_exact = batch_exact = (first_in_batch_few if w.small else first_in_batch)(ek, rest, n)
@@ -250,8 +309,9 @@ class Planning(IndexAttrs):
             ca_i, ca_d = [], []
             for j in range(cfg.bands):
                 q = rep_keys[j]
-                q_, d = concat_hits(lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]),
-                             st.l0.lookup(j, q, st.tombstones))
+                q_, d = concat_hits(
+                    lookup(few[j + 1][0], q, st.tombstones, few[j + 1][1]), st.l0.lookup(j, q, st.tombstones)
+                )
                 if len(q_):  # (most bands of a single new article have no hit)
                     ca_i.append(reps[q_])
                     ca_d.append(d)
@@ -304,9 +364,14 @@ class Planning(IndexAttrs):
             # a story larger than a round: its candidates verified in rounds, by cluster
             no_pairs = np.zeros((0, 2), np.int64)
             w.ci, w.cd, w.sims_a = budget.archive_rounds(
-                ci, cd, _hits(w.ci_hits, w.cd_hits, ci, cd), groups,
-                lambda i_, d_: self._verify(w, i_, d_, no_pairs)[0], bar,
-                self.steps.candidates_per_cluster)
+                ci,
+                cd,
+                _hits(w.ci_hits, w.cd_hits, ci, cd),
+                groups,
+                lambda i_, d_: self._verify(w, i_, d_, no_pairs)[0],
+                bar,
+                self.steps.candidates_per_cluster,
+            )
             w.sims_b = self._verify(w, w.ci[:0], w.cd[:0], w.bp)[1]
         else:
             w.sims_a, w.sims_b = self._verify(w, ci, cd, w.bp, w.sw)
@@ -338,7 +403,8 @@ class Planning(IndexAttrs):
             w.all_new = False
             w.first_new = next_cluster = int(self._meta(w.conn, "next_cluster"))
             w.cluster_of, w.merged, w.next_cluster = (join_few if w.small else join)(
-                n, w.meta, ae, w.arch_exact, be, w.batch_exact, w.ci, w.cd, w.bp, next_cluster)
+                n, w.meta, ae, w.arch_exact, be, w.batch_exact, w.ci, w.cd, w.bp, next_cluster
+            )
 
     def _group_batch(self, w: _Work) -> None:
         """The batch's document numbers, and its documents by cluster: the singles (new
@@ -417,8 +483,13 @@ class Planning(IndexAttrs):
         e_ = len(ent_lab)
         id_rank = np.empty(e_, np.int64)
         id_rank[np.argsort(np.array(ent_id, dtype=str), kind="stable")] = np.arange(e_)
-        ordered, starts = pick_keepers(np.array(ent_lab, np.int64), np.arange(e_), np.array(ent_t, np.float64),
-                                       source_ranks(ent_src, self.config.settings.prefer_source), id_rank)
+        ordered, starts = pick_keepers(
+            np.array(ent_lab, np.int64),
+            np.arange(e_),
+            np.array(ent_t, np.float64),
+            source_ranks(ent_src, self.config.settings.prefer_source),
+            id_rank,
+        )
         return [ent_doc[int(ordered[s0])] for s0 in starts.tolist()]
 
     def _closest(self, w: _Work) -> list[tuple[Any, float, str] | None]:
@@ -446,8 +517,20 @@ class Planning(IndexAttrs):
         budget per document and a forest that keeps the clusters (budget.kept_pairs)."""
         ci, cd, sims_a, bp, sims_b, doc_nums = w.ci, w.cd, w.sims_a, w.bp, w.sims_b, w.doc_nums
         if w.budgeted:  # the pairs stored: a budget per document, and a forest that keeps the clusters
-            ka, kb = budget.kept_pairs(w.n, ci, cd, sims_a, bp, sims_b, w.ae, w.arch_exact, w.be, w.batch_exact,
-                                       w.meta, self.steps.pairs_per_document)
+            ka, kb = budget.kept_pairs(
+                w.n,
+                ci,
+                cd,
+                sims_a,
+                bp,
+                sims_b,
+                w.ae,
+                w.arch_exact,
+                w.be,
+                w.batch_exact,
+                w.meta,
+                self.steps.pairs_per_document,
+            )
             ci_s, cd_s, sa_s, bp_s, sb_s = ci[ka], cd[ka], sims_a[ka], bp[kb], sims_b[kb]
         else:
             ci_s, cd_s, sa_s, bp_s, sb_s = ci, cd, sims_a, bp, sims_b
@@ -473,7 +556,9 @@ class Planning(IndexAttrs):
                 return docs[keeper_doc_of(c) - next_doc].id, []
             kdoc = cluster_rows[c][0]
             olds = [m for cc in [c] + absorbed.get(c, []) for m in old_members.get(cc, [])]
-            members = [(m["doc"], m["id_value"]) for m in olds] + [(dn[i], docs[i].id) for i in batch_by_cluster.get(c, [])]
+            members = [(m["doc"], m["id_value"]) for m in olds] + [
+                (dn[i], docs[i].id) for i in batch_by_cluster.get(c, [])
+            ]
             kid = next(v for d, v in members if d == kdoc)
             return kid, [v for d, v in members if d != kdoc]
 
@@ -487,7 +572,8 @@ class Planning(IndexAttrs):
         if held is None or held[0] != key:
             # empty arrays (a segment without postings of a band) answer nothing: left out
             parts = [[p.exact for p in arrays if len(p.exact[0])]] + [
-                [p.bands[j] for p in arrays if len(p.bands[j][0])] for j in range(self.config.bands)]
+                [p.bands[j] for p in arrays if len(p.bands[j][0])] for j in range(self.config.bands)
+            ]
             held = (key, [(ps, _core.PostingArrays([k for k, _ in ps], [d for _, d in ps])) for ps in parts])
             self._few = held  # one assignment: readers in other threads see the old or the new
         return held[1]
@@ -496,29 +582,50 @@ class Planning(IndexAttrs):
         out: dict[int, dict] = {}
         for s in range(0, len(doc_list), 30000):
             chunk = doc_list[s : s + 30000]
-            q = (f"SELECT doc, id, id_int, cluster, text_file, text_offset, text_length, text_crc, signature "
-                 f"FROM documents WHERE doc IN ({','.join('?' * len(chunk))})")
+            q = (
+                f"SELECT doc, id, id_int, cluster, text_file, text_offset, text_length, text_crc, signature "
+                f"FROM documents WHERE doc IN ({','.join('?' * len(chunk))})"
+            )
             for r in conn.execute(q, chunk):
-                out[r[0]] = {"doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "cluster": r[3],
-                             "text": r[4:8], "signature": r[8]}
+                out[r[0]] = {
+                    "doc": r[0],
+                    "id": r[1],
+                    "id_value": int(r[1]) if r[2] else r[1],
+                    "cluster": r[3],
+                    "text": r[4:8],
+                    "signature": r[8],
+                }
         return out
 
-    def _cluster_members(self, conn, clusters: list[int], keepers: dict[int, int | None] | None = None
-                         ) -> dict[int, list[dict]]:
+    def _cluster_members(
+        self, conn, clusters: list[int], keepers: dict[int, int | None] | None = None
+    ) -> dict[int, list[dict]]:
         """The members of these clusters, with where their texts are (``_texts_of`` then needs
         no query of its own); `keepers`, when given, gets each cluster's keeper from the same
         statement."""
         out: dict[int, list[dict]] = {}
         for s in range(0, len(clusters), 30000):
             chunk = clusters[s : s + 30000]
-            q = (f"SELECT d.doc, d.id, d.id_int, d.published_at, d.source, d.exact_key, d.cluster, d.similarity, "
-                 f"d.match, d.text_file, d.text_offset, d.text_length, d.text_crc, c.keeper FROM documents d "
-                 f"LEFT JOIN clusters c ON c.cluster = d.cluster WHERE d.cluster IN ({','.join('?' * len(chunk))})")
+            q = (
+                f"SELECT d.doc, d.id, d.id_int, d.published_at, d.source, d.exact_key, d.cluster, d.similarity, "
+                f"d.match, d.text_file, d.text_offset, d.text_length, d.text_crc, c.keeper FROM documents d "
+                f"LEFT JOIN clusters c ON c.cluster = d.cluster WHERE d.cluster IN ({','.join('?' * len(chunk))})"
+            )
             for r in conn.execute(q, chunk):
-                out.setdefault(r[6], []).append({
-                    "doc": r[0], "id": r[1], "id_value": int(r[1]) if r[2] else r[1], "published_at": r[3],
-                    "source": r[4], "exact_key": r[5], "cluster": r[6], "similarity": r[7], "match": r[8],
-                    "text": r[9:13]})
+                out.setdefault(r[6], []).append(
+                    {
+                        "doc": r[0],
+                        "id": r[1],
+                        "id_value": int(r[1]) if r[2] else r[1],
+                        "published_at": r[3],
+                        "source": r[4],
+                        "exact_key": r[5],
+                        "cluster": r[6],
+                        "similarity": r[7],
+                        "match": r[8],
+                        "text": r[9:13],
+                    }
+                )
                 if keepers is not None:
                     keepers[r[6]] = r[13]
         return out
@@ -533,8 +640,9 @@ class Planning(IndexAttrs):
             blob = rows[d]["signature"]
             if blob is None or len(blob) != self._sig_dtype.itemsize * self._sig_width:
                 raise IndexCorruptError(f"the signature of {rows[d]['id']!r} is missing or damaged")
-            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(np.uint64 if self.config.settings.method == "simhash"
-                                                                      else np.uint32)
+            out[d] = np.frombuffer(blob, dtype=self._sig_dtype).astype(
+                np.uint64 if self.config.settings.method == "simhash" else np.uint32
+            )
         return out
 
     @property
@@ -565,10 +673,15 @@ class Planning(IndexAttrs):
     def _as_stored(self, sigs: np.ndarray) -> np.ndarray:
         """Signatures as the index keeps them (b-bit: the low 16 bits), so that a new document's
         estimate against the archive or the batch is the same whichever add brought it."""
-        return sigs & np.uint32(0xFFFF) if self.config.signature_bits == 16 and self.config.settings.method == "minhash" else sigs
+        return (
+            sigs & np.uint32(0xFFFF)
+            if self.config.signature_bits == 16 and self.config.settings.method == "minhash"
+            else sigs
+        )
 
-    def _hash_sets(self, conn, docs, want: list[tuple[str, int]], meta, cache: dict,
-                   sw: Stages | None = None) -> list[np.ndarray]:
+    def _hash_sets(
+        self, conn, docs, want: list[tuple[str, int]], meta, cache: dict, sw: Stages | None = None
+    ) -> list[np.ndarray]:
         """Shingle hash sets of ("b", batch index) and ("a", archive document) items, each
         computed once per add: verification and the similarities to keepers share them."""
         miss = [w for w in want if w not in cache]
@@ -581,8 +694,9 @@ class Planning(IndexAttrs):
             cache.update(zip(miss, hs))
         return [cache[w] for w in want]
 
-    def _verify(self, w: _Work, ci: np.ndarray, cd: np.ndarray, bp: np.ndarray,
-                sw: Stages | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _verify(
+        self, w: _Work, ci: np.ndarray, cd: np.ndarray, bp: np.ndarray, sw: Stages | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Similarity of each (batch, archive) and (batch, batch) candidate pair."""
         if len(ci) == 0 and len(bp) == 0:
             return np.zeros(0), np.zeros(0)
@@ -593,8 +707,9 @@ class Planning(IndexAttrs):
             sims = verify_exact(HashSets(hs), allp, self.config.settings.measure, self.threads)
         else:
             asg = self._sigs_of(w.conn, al, w.meta)
-            mat = np.concatenate([self._as_stored(w.sigs[w.sig_row[batch_need]])]
-                                 + ([np.stack([asg[d] for d in al])] if al else []))
+            mat = np.concatenate(
+                [self._as_stored(w.sigs[w.sig_row[batch_need]])] + ([np.stack([asg[d] for d in al])] if al else [])
+            )
             sims = self._estimate(mat, allp)
         sims = np.asarray(sims, dtype=np.float64)
         return sims[:na], sims[na:]
@@ -629,8 +744,12 @@ class Planning(IndexAttrs):
         pr = np.array([[pos[d], pos[k]] for _, d, k in need_pairs], np.int64)
         item = [("b", d - dn0) if dn0 <= d < dn0 + n else ("a", d) for d in ds]
         if self.config.settings.verify == "exact":
-            sims = verify_exact(HashSets(self._hash_sets(w.conn, w.docs, item, arch_rows, w.hcache)), pr,
-                                self.config.settings.measure, self.threads)
+            sims = verify_exact(
+                HashSets(self._hash_sets(w.conn, w.docs, item, arch_rows, w.hcache)),
+                pr,
+                self.config.settings.measure,
+                self.threads,
+            )
         else:
             asg = self._sigs_of(w.conn, [x for kind, x in item if kind == "a"])
             mat = np.stack([self._as_stored(w.sigs[w.sig_row[x]]) if kind == "b" else asg[x] for kind, x in item])

@@ -3,6 +3,7 @@ from the stored pairs (a cluster may split) and re-decides its keepers; compact 
 segment and level 0 into one segment without removed documents and rewrites the text log
 without removed texts. A mixin of :class:`~neardup.index.core.Index`.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,27 +14,26 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
 
-from neardup.errors import InvalidParameterError
-from neardup.io.records import parse_time
-from neardup.errors import DocumentNotFoundError, ScrubIncompleteError
-from neardup.index.attrs import IndexAttrs
-from neardup.index.segment import Postings, write_segment
-from neardup.index.holes import zero_range
+from neardup import _sets
+from neardup.errors import DocumentNotFoundError, InvalidParameterError, ScrubIncompleteError
+from neardup.graph import connected_components
 from neardup.index import counters
-from neardup.index.store import State, immediate, truncate_wal
-from neardup.stages.keepers import pick_keepers, source_ranks
-from neardup.stages.verify import HashSets, verify_exact
+from neardup.index.attrs import IndexAttrs
+from neardup.index.errors import few
+from neardup.index.holes import zero_range
 from neardup.index.intake import sign
 from neardup.index.plan_steps import nan_if_none
+from neardup.index.segment import Postings, write_segment
+from neardup.index.store import State, immediate, truncate_wal
+from neardup.io.records import parse_time
 from neardup.simhash import hamming
-from neardup.index.errors import few
-from neardup import _sets
-from neardup.graph import connected_components
+from neardup.stages.keepers import pick_keepers, source_ranks
+from neardup.stages.verify import HashSets, verify_exact
 
 # A document's age: its publication time, or when it was added if it came without one
 # (remove's selection and older_remain's question must agree on it).
@@ -54,7 +54,7 @@ def parse_age(s: str, now: float | None = None, what: str = "--older-than") -> f
     except ValueError:
         raise ValueError(f"{what} {s!r}: use an age such as 30d, 12h, 90m, or an ISO date") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -79,8 +79,9 @@ def older_than_seconds(v: Any) -> float | None:
             return parse_age(v, what="older_than")
         except ValueError as exc:
             raise InvalidParameterError(str(exc)) from None
-    raise InvalidParameterError(f"older_than must be seconds since the epoch, a datetime, a date or text such as "
-                                f"'30d', got {type(v).__name__}")
+    raise InvalidParameterError(
+        f"older_than must be seconds since the epoch, a datetime, a date or text such as '30d', got {type(v).__name__}"
+    )
 
 
 @dataclass
@@ -101,14 +102,19 @@ class _Removing:
     next_cluster: int
     cluster_updates: list[tuple] = field(default_factory=list)  # (keeper, size, updated, cluster)
     new_clusters: list[int] = field(default_factory=list)
-    doc_updates: list[tuple[float, str | None, int, int]] = field(default_factory=list)  # (similarity, match, cluster, doc)
-    inherited: list[tuple] = field(default_factory=list)  # (a, b, similarity): pairs of a removed document, passed to its exact copy
+    doc_updates: list[tuple[float, str | None, int, int]] = field(
+        default_factory=list
+    )  # (similarity, match, cluster, doc)
+    inherited: list[tuple] = field(
+        default_factory=list
+    )  # (a, b, similarity): pairs of a removed document, passed to its exact copy
     merged_moves: list[tuple[int | None, int | None, float, int]] = field(default_factory=list)
 
 
 class Removal(IndexAttrs):
-    def remove(self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True,
-               limit: int | None = None) -> int:
+    def remove(
+        self, ids: Iterable[Any] = (), *, older_than: float | None = None, scrub: bool = True, limit: int | None = None
+    ) -> int:
         """Remove documents by id, and/or every document published (or, without a time, added)
         before `older_than` (seconds since the epoch). Their clusters are recomputed from the
         stored pairs (a cluster may split: the part holding its keeper keeps its number, or,
@@ -130,8 +136,9 @@ class Removal(IndexAttrs):
         if limit is not None and (type(limit) is not int or limit < 1):
             raise InvalidParameterError(f"limit must be a whole number of at least 1, got {limit!r}")
         if isinstance(ids, (str, bytes, int, float)) or not isinstance(ids, Iterable):
-            raise InvalidParameterError(f"ids must be a list of ids, got {type(ids).__name__} {ids!r:.60}"
-                                        " (one id: remove([id]))")
+            raise InvalidParameterError(
+                f"ids must be a list of ids, got {type(ids).__name__} {ids!r:.60} (one id: remove([id]))"
+            )
         idl = [str(i) for i in ids]
         with self._wlock:
             conn = self._writer()
@@ -139,16 +146,23 @@ class Removal(IndexAttrs):
             missing = []
             for s in range(0, len(idl), 30000):
                 chunk = idl[s : s + 30000]
-                found = dict(conn.execute(f"SELECT id, doc FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+                found = dict(
+                    conn.execute(f"SELECT id, doc FROM documents WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                )
                 missing += [i for i in chunk if i not in found]
                 docs.update(found.values())
             if missing:
                 raise DocumentNotFoundError(f"{len(missing)} id(s) not in the index: {few(missing)}")
             if cutoff is not None:
                 # (in document order, which the scan follows: a limit stops it early)
-                docs.update(r[0] for r in conn.execute(
-                    f"SELECT doc FROM documents WHERE {_OLDER} ORDER BY doc"
-                    + (" LIMIT ?" if limit is not None else ""), (cutoff,) if limit is None else (cutoff, limit)))
+                docs.update(
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT doc FROM documents WHERE {_OLDER} ORDER BY doc"
+                        + (" LIMIT ?" if limit is not None else ""),
+                        (cutoff,) if limit is None else (cutoff, limit),
+                    )
+                )
             if not docs:
                 return 0
             return self._remove_docs(conn, sorted(docs), scrub)
@@ -159,8 +173,10 @@ class Removal(IndexAttrs):
         cutoff = older_than_seconds(older_than)
         if cutoff is None:
             return False
-        return self._conn().execute(f"SELECT EXISTS (SELECT 1 FROM documents WHERE {_OLDER})",
-                                    (cutoff,)).fetchone()[0] == 1
+        return (
+            self._conn().execute(f"SELECT EXISTS (SELECT 1 FROM documents WHERE {_OLDER})", (cutoff,)).fetchone()[0]
+            == 1
+        )
 
     def _remove_docs(self, conn, docs: list[int], scrub: bool) -> int:
         now = time.time()
@@ -182,8 +198,11 @@ class Removal(IndexAttrs):
         rows = []
         for s in range(0, len(dl), 30000):
             chunk = dl[s : s + 30000]
-            rows += conn.execute(f"SELECT doc, cluster, text_file, text_offset, text_length, id FROM documents "
-                                 f"WHERE doc IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+            rows += conn.execute(
+                f"SELECT doc, cluster, text_file, text_offset, text_length, id FROM documents "
+                f"WHERE doc IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
         gone = {r[0] for r in rows}
         affected = sorted({r[1] for r in rows})
         old_keeper: dict[int, int | None] = {}
@@ -194,12 +213,14 @@ class Removal(IndexAttrs):
         # holding the oldest document
         old = {m["doc"]: m for ms in members.values() for m in ms}
         survivors = {d for d in old if d not in gone}
-        lost_keepers = sorted({k for c, k in old_keeper.items() if k is not None and k in gone and k in old
-                               and old[k]["cluster"] == c})
+        lost_keepers = sorted(
+            {k for c, k in old_keeper.items() if k is not None and k in gone and k in old and old[k]["cluster"] == c}
+        )
         keeper_successor = self._successors(conn, lost_keepers, old, survivors)
         next_cluster = int(self._meta(conn, "next_cluster"))
-        return _Removing(conn, dl, scrub, now, rows, gone, affected, old_keeper, members, keeper_successor,
-                         next_cluster)
+        return _Removing(
+            conn, dl, scrub, now, rows, gone, affected, old_keeper, members, keeper_successor, next_cluster
+        )
 
     def _recompute_cluster(self, r: _Removing, c: int) -> None:
         """Cluster `c` recomputed from the stored pairs of its surviving members: emptied, or
@@ -224,8 +245,7 @@ class Removal(IndexAttrs):
             for i, j, sim in self._bridges(r.conn, rest, lab):
                 edges.append((i, j))
                 r.inherited.append((rest[i]["doc"], rest[j]["doc"], sim))  # (i < j: doc order)
-            lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)),
-                             np.int64)
+            lab = np.asarray(connected_components(len(rest), np.array(edges, np.uint32).reshape(-1, 2)), np.int64)
         self._renumber_parts(r, c, rest, pos, lab)
 
     @staticmethod
@@ -242,8 +262,9 @@ class Removal(IndexAttrs):
         return edges
 
     @staticmethod
-    def _inherit_pairs(r: _Removing, c: int, rest: list[dict], pos: dict[int, int],
-                       edges: list[tuple[int, int]]) -> None:
+    def _inherit_pairs(
+        r: _Removing, c: int, rest: list[dict], pos: dict[int, int], edges: list[tuple[int, int]]
+    ) -> None:
         """An exact copy is joined to its original by the exact pass and verified against
         nothing: the original's pairs are its pairs too (the same normalised text, the same
         shingles). With the original removed they pass to the first surviving copy (edges, and
@@ -253,8 +274,11 @@ class Removal(IndexAttrs):
         for i, m in enumerate(rest):
             if m["exact_key"] != 0:
                 first_of_key.setdefault(m["exact_key"], i)
-        heir = {m["doc"]: first_of_key[m["exact_key"]] for m in r.members.get(c, [])
-                if m["doc"] in r.gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key}
+        heir = {
+            m["doc"]: first_of_key[m["exact_key"]]
+            for m in r.members.get(c, [])
+            if m["doc"] in r.gone and m["exact_key"] != 0 and m["exact_key"] in first_of_key
+        }
         if heir:
             for a, b, sim in _pairs_touching(r.conn, list(heir)):
                 ia = heir.get(a, pos.get(a))
@@ -339,8 +363,11 @@ class Removal(IndexAttrs):
             # no id of a removed document stays behind as another's closest match
             # (store.CLOSEST_INDEX: documents that have one)
             ids = [x[5] for x in rows[s : s + 30000]]
-            conn.execute("UPDATE documents SET closest = NULL, closest_similarity = NULL "
-                         f"WHERE closest IN ({','.join('?' * len(ids))})", ids)
+            conn.execute(
+                "UPDATE documents SET closest = NULL, closest_similarity = NULL "
+                f"WHERE closest IN ({','.join('?' * len(ids))})",
+                ids,
+            )
 
     def _write_removal(self, r: _Removing) -> int:
         """The inherited pairs, scrubs, tombstones, cluster and document updates, the batch row
@@ -348,25 +375,38 @@ class Removal(IndexAttrs):
         conn, dl, rows, now = r.conn, r.docs, r.rows, r.now
         conn.executemany("INSERT OR IGNORE INTO pairs VALUES (?, ?, ?)", r.inherited)
         if r.scrub and self.config.store_text:  # zeroed after the commit, or by the next writer's open
-            conn.executemany("INSERT INTO scrubs VALUES (?, ?, ?)",
-                             [(f, off, ln) for _, _, f, off, ln, _ in rows if f is not None and ln])
+            conn.executemany(
+                "INSERT INTO scrubs VALUES (?, ?, ?)",
+                [(f, off, ln) for _, _, f, off, ln, _ in rows if f is not None and ln],
+            )
         conn.executemany("INSERT OR IGNORE INTO tombstones VALUES (?)", [(d,) for d in dl])
-        conn.executemany("INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in r.new_clusters])
-        conn.executemany("UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", r.cluster_updates)
+        conn.executemany(
+            "INSERT INTO clusters VALUES (?, NULL, 0, ?, ?, NULL)", [(c, now, now) for c in r.new_clusters]
+        )
+        conn.executemany(
+            "UPDATE clusters SET keeper = ?, size = ?, updated_at = ? WHERE cluster = ?", r.cluster_updates
+        )
         conn.executemany("UPDATE documents SET similarity = ?, match = ?, cluster = ? WHERE doc = ?", r.doc_updates)
-        conn.executemany("UPDATE clusters SET merged_into = ?, keeper = ?, updated_at = ? WHERE cluster = ?",
-                         r.merged_moves)
-        conn.execute("INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
-                     (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)))
+        conn.executemany(
+            "UPDATE clusters SET merged_into = ?, keeper = ?, updated_at = ? WHERE cluster = ?", r.merged_moves
+        )
+        conn.execute(
+            "INSERT INTO batches VALUES (?, 'remove', ?, ?, ?, 0, 0, NULL)",
+            (int(self._meta(conn, "next_batch")), now, time.time(), len(dl)),
+        )
         # the counts (counters.py): each affected cluster was one story; what is left of it
         # is as many as it split into (none when emptied)
         after = [u[1] for u in r.cluster_updates]
         counts = counters.moved(
-            counters.read(conn), documents=-len(rows), text_bytes=-sum(x[4] or 0 for x in rows),
+            counters.read(conn),
+            documents=-len(rows),
+            text_bytes=-sum(x[4] or 0 for x in rows),
             stories=sum(1 for z in after if z > 0) - len(r.affected),
-            clusters=sum(1 for z in after if z >= 2) - sum(1 for c in r.affected if len(r.members.get(c, ())) >= 2))
-        return self._bump(conn, next_cluster=r.next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1,
-                          **counts)
+            clusters=sum(1 for z in after if z >= 2) - sum(1 for c in r.affected if len(r.members.get(c, ())) >= 2),
+        )
+        return self._bump(
+            conn, next_cluster=r.next_cluster, next_batch=int(self._meta(conn, "next_batch")) + 1, **counts
+        )
 
     def _scrub_removed(self, r: _Removing) -> None:
         """After a scrubbing remove's commit: the removed texts overwritten in the text log and
@@ -378,7 +418,8 @@ class Removal(IndexAttrs):
                 # the removal is committed: said so, not "the index is as it was"
                 raise ScrubIncompleteError(
                     f"removed {len(r.gone):,} document(s) (committed), but overwriting their texts failed: {exc}; "
-                    "the next writer to open the index finishes it") from exc
+                    "the next writer to open the index finishes it"
+                ) from exc
         if r.scrub:
             # The WAL file keeps earlier commits' frames until they are overwritten, and one of
             # them may hold a removed text (the insert of its pending_texts row: pending.py) or
@@ -398,8 +439,15 @@ class Removal(IndexAttrs):
                 self._wal_scrub_due = False
             return not self._wal_scrub_due
 
-    def _merged_moves(self, conn, affected: list[int], members: dict[int, list[dict]], gone: set[int],
-                      doc_updates: list[tuple], now: float) -> list[tuple[int | None, int | None, float, int]]:
+    def _merged_moves(
+        self,
+        conn,
+        affected: list[int],
+        members: dict[int, list[dict]],
+        gone: set[int],
+        doc_updates: list[tuple],
+        now: float,
+    ) -> list[tuple[int | None, int | None, float, int]]:
         """(merged_into, keeper, updated_at, cluster) for the clusters merged into one of
         `affected` that this remove moves. A merged cluster's ``merged_into`` is where a reader
         of its old number goes (GET /v1/clusters/{id}); its ``keeper`` (kept by the merge,
@@ -415,8 +463,11 @@ class Removal(IndexAttrs):
         followers = []
         for s in range(0, len(affected), 30000):
             chunk = affected[s : s + 30000]
-            followers += conn.execute(f"SELECT cluster, keeper, merged_into FROM clusters WHERE merged_into IN "
-                                      f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            followers += conn.execute(
+                f"SELECT cluster, keeper, merged_into FROM clusters WHERE merged_into IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
         if not followers:
             return []
         part_of = {d: cid for _, _, cid, d in doc_updates}  # every surviving member of `affected`
@@ -560,14 +611,15 @@ class Removal(IndexAttrs):
 
         return measure
 
-    def _first_pass(self, a: list[int], b: list[int], n: int, checked: set[int], fp, similarities, bar: float,
-                    chunk: int = 4096) -> tuple[int, int, float] | None:
+    def _first_pass(
+        self, a: list[int], b: list[int], n: int, checked: set[int], fp, similarities, bar: float, chunk: int = 4096
+    ) -> tuple[int, int, float] | None:
         """The first pair across `a` and `b` (positions, each sorted) that passes, verified a
         chunk at a time (each pair once over every band: `checked`), as (i, j, sim) with i < j."""
         ua, ub = np.asarray(a, np.int64), np.asarray(b, np.int64)
         step = max(1, chunk // len(ub))
         for s0 in range(0, len(ua), step):
-            u, v = np.meshgrid(ua[s0:s0 + step], ub, indexing="ij")
+            u, v = np.meshgrid(ua[s0 : s0 + step], ub, indexing="ij")
             pr = np.sort(np.stack([u.ravel(), v.ravel()], axis=1), axis=1)
             code = pr[:, 0] * n + pr[:, 1]
             new = np.fromiter((c not in checked for c in code.tolist()), bool, len(code))
@@ -613,8 +665,13 @@ class Removal(IndexAttrs):
         times = np.array([nan_if_none(x["published_at"]) for x in members], dtype=np.float64)
         id_rank = np.empty(m, np.int64)
         id_rank[np.argsort(np.array(ids, dtype=str), kind="stable")] = np.arange(m)
-        ordered, _ = pick_keepers(np.zeros(m, np.int64), np.arange(m), times,
-                                  source_ranks([x["source"] for x in members], self.config.settings.prefer_source), id_rank)
+        ordered, _ = pick_keepers(
+            np.zeros(m, np.int64),
+            np.arange(m),
+            times,
+            source_ranks([x["source"] for x in members], self.config.settings.prefer_source),
+            id_rank,
+        )
         return members[int(ordered[0])]
 
     def _after_remove(self, st: State | None, gen: int, removed: list[int]) -> None:
@@ -653,8 +710,10 @@ class Removal(IndexAttrs):
                 new_text = (fid, f"texts-{fid:06d}.dat")
                 off = 0
                 with open(os.path.join(self.directory, new_text[1]), "wb") as out:
-                    cur = conn.execute("SELECT doc, text_file, text_offset, text_length, text_crc, id FROM documents "
-                                       "WHERE text_file IS NOT NULL ORDER BY text_file, text_offset")
+                    cur = conn.execute(
+                        "SELECT doc, text_file, text_offset, text_length, text_crc, id FROM documents "
+                        "WHERE text_file IS NOT NULL ORDER BY text_file, text_offset"
+                    )
                     for d, f, o, ln, crc_, ident in cur:
                         txt = self._read_text(conn, d, names[f], o, ln, crc_, repr(ident)).encode("utf-8")
                         out.write(txt)
@@ -672,8 +731,10 @@ class Removal(IndexAttrs):
                 if new_text is not None:  # the new log holds no removed text to overwrite
                     conn.execute("DELETE FROM scrubs")
                 if name is not None:
-                    conn.execute("INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
-                                 (name, p.docs, size, crc, time.time()))
+                    conn.execute(
+                        "INSERT INTO segments (file, docs, bytes, crc, created_at) VALUES (?, ?, ?, ?, ?)",
+                        (name, p.docs, size, crc, time.time()),
+                    )
                 if new_text is not None:
                     conn.executemany("UPDATE documents SET text_file = ?, text_offset = ? WHERE doc = ?", moves)
                     conn.execute("DELETE FROM text_files")
@@ -701,8 +762,13 @@ class Removal(IndexAttrs):
             # the WAL emptied where no reader holds it back (a reader in a read transaction,
             # an export beside, made this wait out the 30 s busy timeout until 2026-12-01)
             truncate_wal(conn)
-            return {"bytes_before": before, "bytes_after": self.disk_bytes(), "segments": int(name is not None),
-                    "database_free_pages": free, "vacuumed": vacuumed}
+            return {
+                "bytes_before": before,
+                "bytes_after": self.disk_bytes(),
+                "segments": int(name is not None),
+                "database_free_pages": free,
+                "vacuumed": vacuumed,
+            }
 
 
 def _pairs_touching(conn, docs: list[int]):

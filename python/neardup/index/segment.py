@@ -18,6 +18,7 @@ documents visible, so a file that is not in the manifest is garbage from an inte
 Every load checks size, both magics and the CRC: a corrupt or truncated file is reported
 (:class:`IndexCorruptError`), never used.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from neardup.errors import FileGoneError, IndexCorruptError
 from neardup import _sets
+from neardup.errors import FileGoneError, IndexCorruptError
 
 __all__ = ["Postings", "write_segment", "read_segment", "MAGIC", "END"]
 
@@ -47,7 +48,7 @@ class Postings:
     docs: int
 
     @staticmethod
-    def build(doc_nums: np.ndarray, exact_keys: np.ndarray, band_keys: np.ndarray, bands: int) -> "Postings":
+    def build(doc_nums: np.ndarray, exact_keys: np.ndarray, band_keys: np.ndarray, bands: int) -> Postings:
         """From per-document arrays (document numbers, exact keys with 0 = none, (n, b) band
         keys; rows without tokens are dropped by the caller)."""
         doc_nums = np.asarray(doc_nums, dtype=np.uint32)
@@ -61,12 +62,13 @@ class Postings:
         return Postings(exact, bl, int(len(doc_nums)))
 
     @staticmethod
-    def build_sorted(exact, bands, docs: int) -> "Postings":
+    def build_sorted(exact, bands, docs: int) -> Postings:
         return Postings(_sorted(*exact), [_sorted(*b) for b in bands], int(docs))
 
     @staticmethod
-    def merge(parts: list["Postings"], bands: int, drop: np.ndarray | None = None) -> "Postings":
+    def merge(parts: list[Postings], bands: int, drop: np.ndarray | None = None) -> Postings:
         """One sorted Postings from several, without the document numbers in `drop`."""
+
         def cat(pairs):
             k = np.concatenate([p[0] for p in pairs]) if pairs else np.zeros(0, np.uint64)
             d = np.concatenate([p[1] for p in pairs]) if pairs else np.zeros(0, np.uint32)
@@ -101,8 +103,6 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-
-
 def write_segment(path: str, p: Postings, pace: int | None = None) -> tuple[int, int]:
     """Write `p` to `path` atomically (temporary name, fsync, rename, fsync of the directory).
     `pace`: in pieces of this many bytes, each synced (background folds, off the requests' path:
@@ -130,6 +130,7 @@ def write_segment(path: str, p: Postings, pace: int | None = None) -> tuple[int,
     synced = 0
 
     with open(tmp, "wb") as f:
+
         def put(b) -> None:
             nonlocal crc, pos, synced
             mv = memoryview(b).cast("B")

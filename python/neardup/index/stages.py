@@ -1,5 +1,6 @@
 """Wall time of each stage of the last add, for the benchmark's breakdown (``Index.last_stages``).
 A few perf_counter calls per add: nothing is timed per document."""
+
 from __future__ import annotations
 
 import time

@@ -12,6 +12,7 @@ An index directory holds::
 
 The schema is documented in docs/index.md; this module creates and checks it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,12 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup import _core
-from neardup.errors import InvalidInputError
-from neardup.errors import FileGoneError, IndexCorruptError, IndexLockedError
-from neardup.errors import OutputError
+from neardup import _core, _sets
+from neardup.errors import FileGoneError, IndexCorruptError, IndexLockedError, InvalidInputError, OutputError
 from neardup.index.segment import Postings, read_segment
-from neardup import _sets
 
 #: 4: counts of documents, stories, clusters and text bytes in meta (counters.py);
 #: 3: table pending_texts (the texts of small fsynced adds, until the text log is fsynced);
@@ -51,13 +49,15 @@ def is_index_file(name: str) -> bool:
     """Whether `name` (a file in an index directory) is one of the index's own files."""
     return name in _OWN_NAMES or _OWN_PATTERN.fullmatch(name) is not None
 
+
 #: Texts a scrubbing remove has yet to overwrite in the text log (file, offset, bytes): written
 #: in the remove's own transaction, deleted once they are zeroed and fsynced; a writer's open
 #: zeroes what an interrupted remove left (docs/index.md, "Removal").
 SCRUBS = """CREATE TABLE IF NOT EXISTS scrubs (file INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL);
 """
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
     doc INTEGER PRIMARY KEY,          -- internal number; postings refer to it; never reused
@@ -118,17 +118,19 @@ CREATE TABLE batches (
     batch INTEGER PRIMARY KEY, kind TEXT NOT NULL, started_at REAL NOT NULL, finished_at REAL NOT NULL,
     documents INTEGER NOT NULL, new INTEGER NOT NULL, duplicates INTEGER NOT NULL, note TEXT
 );
-""" + SCRUBS
-
-
+"""
+    + SCRUBS
+)
 
 
 #: indexes added to the schema after indexes of the same format were made: created (if missing)
 #: when a writer opens the index. clusters_merged: a merge re-points the clusters merged into
 #: the absorbed one; without it that UPDATE scanned every cluster row, once per merge (8 s of
 #: a 200,000-article day's commit on a 1M index).
-LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",
-                SCRUBS.strip())
+LATE_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_into) WHERE merged_into IS NOT NULL",
+    SCRUBS.strip(),
+)
 
 #: documents whose `closest` names a document: a remove clears the references to the removed
 #: documents (their ids must not stay behind in the database, nor be shown as a closest match
@@ -136,8 +138,10 @@ LATE_INDEXES = ("CREATE INDEX IF NOT EXISTS clusters_merged ON clusters(merged_i
 #: nothing to it. Made by a writer's open where missing, which also clears the references an
 #: earlier remove left (CLOSEST_SWEEP).
 CLOSEST_INDEX = "CREATE INDEX documents_closest ON documents(closest) WHERE closest IS NOT NULL"
-CLOSEST_SWEEP = ("UPDATE documents SET closest = NULL, closest_similarity = NULL "
-                 "WHERE closest IS NOT NULL AND closest NOT IN (SELECT id FROM documents)")
+CLOSEST_SWEEP = (
+    "UPDATE documents SET closest = NULL, closest_similarity = NULL "
+    "WHERE closest IS NOT NULL AND closest NOT IN (SELECT id FROM documents)"
+)
 
 
 @contextlib.contextmanager
@@ -194,8 +198,9 @@ class Connection(sqlite3.Connection):
 
 def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
     uri = f"file:{path}?mode={'ro' if readonly else 'rw'}"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                           timeout=BUSY_TIMEOUT_MS / 1000, factory=Connection)
+    conn = sqlite3.connect(
+        uri, uri=True, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000, factory=Connection
+    )
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not readonly:
@@ -215,12 +220,16 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         d = os.path.dirname(path) or "."
         if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.R_OK | os.W_OK)):
             # SQLite in WAL mode makes its -wal and -shm files beside the database, reads too
-            raise OutputError(f"{d}: the index's directory and database must be writable, by readers too "
-                              f"(SQLite keeps its -wal and -shm files there): {exc}") from exc
+            raise OutputError(
+                f"{d}: the index's directory and database must be writable, by readers too "
+                f"(SQLite keeps its -wal and -shm files there): {exc}"
+            ) from exc
         if _no_space(d):
             # SQLite cannot make its -wal and -shm files: "disk I/O error", not damage
-            raise OSError(errno.ENOSPC, f"no space left on the device of {d}: SQLite cannot create its -wal and "
-                          f"-shm files there ({exc})") from exc
+            raise OSError(
+                errno.ENOSPC,
+                f"no space left on the device of {d}: SQLite cannot create its -wal and -shm files there ({exc})",
+            ) from exc
         raise IndexCorruptError(f"{path}: not a readable SQLite database ({exc})") from exc
     return conn
 
@@ -318,7 +327,7 @@ class State:
     generation: int
     bands: int
     segments: list[tuple[str, int, int]]  # (file, bytes, crc)
-    l0: "L0"
+    l0: L0
     tombstones: np.ndarray  # sorted int64
 
 
@@ -381,7 +390,7 @@ class L0:
         self.docs: set[int] = set()
 
     @staticmethod
-    def load(conn: sqlite3.Connection, after: int = 0, into: "L0 | None" = None) -> "L0":
+    def load(conn: sqlite3.Connection, after: int = 0, into: L0 | None = None) -> L0:
         """Level 0's documents numbered above `after` (all by default), added to `into` if given
         (a background fold catching up with the adds made while it built its segment)."""
         l0 = into if into is not None else L0()
@@ -454,9 +463,9 @@ class L0:
         return Postings.build_sorted(part(-1), [part(j) for j in range(bands)], len(self.docs))
 
 
-
-def lookup(arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray,
-           few=None) -> tuple[np.ndarray, np.ndarray]:
+def lookup(
+    arrays: list[tuple[np.ndarray, np.ndarray]], q: np.ndarray, tomb: np.ndarray, few=None
+) -> tuple[np.ndarray, np.ndarray]:
     """All (query index, document) with keys[query] == posting key, over sorted posting arrays.
     `few`: the same arrays held by the Rust core (``_core.PostingArrays``, the index keeps one
     per band and set of segments), for the small path; made here when not given."""
@@ -557,12 +566,17 @@ class TextLog:
             return []
         fd = self._fd(name, few=len(offsets) <= FEW_TEXTS)
         try:
-            return _core.read_texts(fd, np.asarray(offsets, np.uint64), np.asarray(lengths, np.uint32),
-                                    np.asarray([c & 0xFFFFFFFF for c in crcs], np.uint32))
+            return _core.read_texts(
+                fd,
+                np.asarray(offsets, np.uint64),
+                np.asarray(lengths, np.uint32),
+                np.asarray([c & 0xFFFFFFFF for c in crcs], np.uint32),
+            )
         except InvalidInputError as exc:
             kind = str(exc)
             why = {"truncated": "is truncated", "checksum": "fails its checksum", "utf-8": "is not valid UTF-8"}.get(
-                kind, f"cannot be read ({kind})")
+                kind, f"cannot be read ({kind})"
+            )
             raise IndexCorruptError(f"text of {what(exc.index)} {why} in {name}") from None
 
     def retire(self, names: list[str]) -> None:

@@ -5,6 +5,7 @@ so unlike :class:`~neardup.index.core.IndexConfig` they are not checked on open:
 in the index when it is created (``meta.tuning``) and a process may override them for itself
 (``Index.open(DIR, segment_min=..., l0_max=...)``), as the tests do to exercise both paths.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,7 @@ class Tuning:
     #: each searched by every lookup (~0.05 ms per segment and article)
     merge_max: int = 1_000_000
 
-    def check(self) -> "Tuning":
+    def check(self) -> Tuning:
         for k, v in asdict(self).items():
             if k == "l0_fold_at" and v is None:
                 continue
@@ -47,19 +48,21 @@ class Tuning:
         """Level 0's size above which a background fold starts."""
         return self.l0_fold_at if self.l0_fold_at is not None else max(1, self.l0_max // 2)
 
-    def with_overrides(self, **kw) -> "Tuning":
+    def with_overrides(self, **kw) -> Tuning:
         return replace(self, **{k: v for k, v in kw.items() if v is not None}).check()
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @staticmethod
-    def from_json(s: str | None) -> "Tuning":
+    def from_json(s: str | None) -> Tuning:
         """The stored settings; an index made before they were stored gets the defaults."""
         if not s:
             return Tuning()
         d = json.loads(s)
-        kw: dict[str, Any] = {k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__}
+        kw: dict[str, Any] = {
+            k: (None if v is None else int(v)) for k, v in d.items() if k in Tuning.__dataclass_fields__
+        }
         return Tuning(**kw)
 
 
@@ -94,4 +97,6 @@ class Steps:
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
                     raise InvalidParameterError(f"retire_pause must be a number >= 0, got {v!r}")
             elif isinstance(v, bool) or not isinstance(v, int) or v < (0 if k == "small_plan" else 1):
-                raise InvalidParameterError(f"{k} must be a whole number ({'>= 0' if k == 'small_plan' else '>= 1'}), got {v!r}")
+                raise InvalidParameterError(
+                    f"{k} must be a whole number ({'>= 0' if k == 'small_plan' else '>= 1'}), got {v!r}"
+                )

@@ -6,6 +6,7 @@ alternates lists (building those cost ~2 s of the add). :class:`Verdicts` keeps 
 columns and builds a document's :class:`Verdict` when it is asked for; a cluster's keeper and
 alternates are worked out once per cluster, on first use.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -35,17 +36,33 @@ class Verdict:
     inserted: bool = False
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "status": self.status, "cluster": self.cluster, "keeper": self.keeper,
-                "is_keeper": self.is_keeper, "alternates": self.alternates, "closest": self.closest,
-                "similarity": self.similarity, "match": self.match, "inserted": self.inserted}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "cluster": self.cluster,
+            "keeper": self.keeper,
+            "is_keeper": self.is_keeper,
+            "alternates": self.alternates,
+            "closest": self.closest,
+            "similarity": self.similarity,
+            "match": self.match,
+            "inserted": self.inserted,
+        }
 
 
 class Verdicts(Sequence):
     """The verdicts of a batch, in input order: a read-only sequence of :class:`Verdict`
     (indexing, slicing, iteration, ``len``), built lazily from the plan's columns."""
 
-    def __init__(self, docs: list[Checked], cluster_of: np.ndarray, keeper_doc_of: Callable[[int], int],
-                 doc_nums: np.ndarray, closest: list, alternates_of: Callable[[int], tuple[Any, list]]) -> None:
+    def __init__(
+        self,
+        docs: list[Checked],
+        cluster_of: np.ndarray,
+        keeper_doc_of: Callable[[int], int],
+        doc_nums: np.ndarray,
+        closest: list,
+        alternates_of: Callable[[int], tuple[Any, list]],
+    ) -> None:
         self._docs = docs
         self._cluster = cluster_of.tolist()
         self._keeper_doc_of = keeper_doc_of
@@ -96,10 +113,17 @@ class Verdicts(Sequence):
         kid, alts = alt
         cm = self._closest[i]
         return Verdict(
-            id=self._docs[i].id, status="duplicate" if cm is not None else "new", cluster=cl, keeper=kid,
-            is_keeper=self._keeper_doc_of(cl) == self._dn[i], alternates=list(alts),
-            closest=cm[0] if cm else None, similarity=round(cm[1], 6) if cm else None,
-            match=cm[2] if cm else None, inserted=self.inserted)
+            id=self._docs[i].id,
+            status="duplicate" if cm is not None else "new",
+            cluster=cl,
+            keeper=kid,
+            is_keeper=self._keeper_doc_of(cl) == self._dn[i],
+            alternates=list(alts),
+            closest=cm[0] if cm else None,
+            similarity=round(cm[1], 6) if cm else None,
+            match=cm[2] if cm else None,
+            inserted=self.inserted,
+        )
 
     def __repr__(self) -> str:
         return f"<Verdicts: {len(self)} documents, {self.duplicates} duplicates>"

@@ -2,6 +2,7 @@
 
 Reused by every runner (the batch ``dedup`` job, the persistent index, the Spark runner).
 """
+
 from neardup.errors import InputFileError, OutputError, RecordError
 from neardup.io.readers import (
     CsvSource,
@@ -16,7 +17,22 @@ from neardup.io.records import Checked, Fields, Limits, check_record, parse_time
 from neardup.io.writers import atomic_open, dumps, write_jsonl
 
 __all__ = [
-    "InputFileError", "OutputError", "RecordError", "CsvSource", "JsonlSource", "ParquetSource",
-    "RecordsSource", "Source", "format_of", "open_sources", "Checked", "Fields", "Limits",
-    "check_record", "parse_time", "atomic_open", "dumps", "write_jsonl",
+    "InputFileError",
+    "OutputError",
+    "RecordError",
+    "CsvSource",
+    "JsonlSource",
+    "ParquetSource",
+    "RecordsSource",
+    "Source",
+    "format_of",
+    "open_sources",
+    "Checked",
+    "Fields",
+    "Limits",
+    "check_record",
+    "parse_time",
+    "atomic_open",
+    "dumps",
+    "write_jsonl",
 ]

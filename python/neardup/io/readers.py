@@ -8,6 +8,7 @@ records at the end), and take a ``wanted`` mask so that unwanted records are ski
 (for JSONL without parsing them). Stdin is spooled to a temporary file on first use so that
 it can be read again; that file is removed by :meth:`Source.close`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -27,8 +28,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from neardup.errors import InputTypeError
-from neardup.errors import InputFileError, RecordError
+from neardup.errors import InputFileError, InputTypeError, RecordError
 from neardup.io.records import (
     JSON_INF,
     JSON_NAN,
@@ -163,7 +163,7 @@ class _ZstdFrames(io.RawIOBase):
 
 #: orjson reads an integer past 64 bits as a float (json reads the integer): a top-level float
 #: this large in a record may have been one, and the line is read again by json.
-_BIG_FLOAT = 2.0 ** 63
+_BIG_FLOAT = 2.0**63
 
 
 def lossy(obj: dict) -> bool:
@@ -233,6 +233,7 @@ def _json_constant(seen: list):
     def parse_constant(c: str) -> float:
         seen.append(c)
         return _LITERALS[c]
+
     return parse_constant
 
 
@@ -243,6 +244,7 @@ def _json_float(seen: list):
             f = JSON_INF if f > 0 else JSON_NINF
             seen.append("Infinity" if f > 0 else "-Infinity")
         return f
+
     return parse_float
 
 
@@ -274,6 +276,7 @@ def _long_int_error(path: str, recno: int, text: str) -> RecordError:
     sys.set_int_max_str_digits() to increase the limit" (the json module's words, advice for
     a Python program), naming no field. The line is read again with such integers as
     stand-ins, to name the field that holds one."""
+
     def parse_int(s: str):
         try:
             return int(s)
@@ -481,9 +484,7 @@ class CsvSource(Source):
                 if not row:
                     continue
                 if len(row) != len(header):
-                    yield recno, RecordError(
-                        self.name, recno, f"expected {len(header)} columns, got {len(row)}"
-                    )
+                    yield recno, RecordError(self.name, recno, f"expected {len(header)} columns, got {len(row)}")
                     continue
                 rec = dict(zip(header, row))
                 bad = next((k for k, v in rec.items() if not is_valid_unicode(v)), None)
@@ -523,13 +524,13 @@ class ParquetSource(Source):
         # a batch of rows decoded by Arrow, and the same rows as Python objects (about twice
         # their bytes), from the widest row group's uncompressed bytes per row
         md = self._file.metadata
-        per_row = max((md.row_group(i).total_byte_size / max(md.row_group(i).num_rows, 1)
-                       for i in range(md.num_row_groups)), default=0.0)
+        per_row = max(
+            (md.row_group(i).total_byte_size / max(md.row_group(i).num_rows, 1) for i in range(md.num_row_groups)),
+            default=0.0,
+        )
         return int(3 * per_row * PARQUET_BATCH_ROWS)
 
-    def records(
-        self, wanted: np.ndarray | None = None, columns: list[str] | None = None
-    ) -> Iterator[tuple[int, Any]]:
+    def records(self, wanted: np.ndarray | None = None, columns: list[str] | None = None) -> Iterator[tuple[int, Any]]:
         cols = None if columns is None else [c for c in columns if c in self.columns]
         recno = 0
         try:
@@ -603,7 +604,9 @@ def _far_time(scalar) -> str:
 
     t = scalar.type
     if pa.types.is_date(t):
-        days = scalar.cast(pa.int32()).as_py() if pa.types.is_date32(t) else scalar.cast(pa.int64()).as_py() // 86_400_000
+        days = (
+            scalar.cast(pa.int32()).as_py() if pa.types.is_date32(t) else scalar.cast(pa.int64()).as_py() // 86_400_000
+        )
         return _civil(days)
     per_s = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit]
     v = scalar.cast(pa.int64()).as_py()
@@ -650,8 +653,16 @@ class RecordsSource(Source):
             bad = _unwritable_key(rec)
             if bad is not None:  # (it failed at the outputs, after the run: "keys must be str, ...")
                 where, key = bad
-                yield r, RecordError(self.name, r, f"field name {key!r} is a {type(key).__name__}: JSON names "
-                                     "are strings (numbers, booleans and null are written as such)", field=where)
+                yield (
+                    r,
+                    RecordError(
+                        self.name,
+                        r,
+                        f"field name {key!r} is a {type(key).__name__}: JSON names "
+                        "are strings (numbers, booleans and null are written as such)",
+                        field=where,
+                    ),
+                )
             else:
                 yield r, dict(rec)
 
@@ -743,8 +754,9 @@ def open_sources(inputs: Any, block_bytes: int = BLOCK_BYTES) -> list[Source]:
     try:
         inputs = list(inputs)
     except TypeError:
-        raise InputTypeError(f"inputs: expected a path, a list of paths or a list of records, "
-                             f"got {type(inputs).__name__}") from None
+        raise InputTypeError(
+            f"inputs: expected a path, a list of paths or a list of records, got {type(inputs).__name__}"
+        ) from None
     if inputs and any(isinstance(x, Mapping) for x in inputs):
         # records; one that is not a mapping is that record's error ("expected a mapping")
         return [RecordsSource(inputs)]

@@ -1,11 +1,11 @@
 """Field options and the checks every input record passes before it enters the pipeline."""
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from neardup.settings import DEFAULT_MAX_CHARS
 from neardup.errors import RecordError
 from neardup.io.times import TIME_MAX, TIME_MIN, parse_time
 from neardup.io.values import (
@@ -22,10 +22,25 @@ from neardup.io.values import (
     non_finite_reason,
     unwritable,
 )
+from neardup.settings import DEFAULT_MAX_CHARS
 
 # (the names of values.py and times.py imported here were this module's: still importable from it)
-__all__ = ["Fields", "Limits", "Checked", "JSON_NAN", "JSON_INF", "JSON_NINF", "TIME_MAX", "TIME_MIN", "check_record",
-           "decode_utf8", "is_valid_unicode", "parse_time", "int_too_long_reason", "non_finite_reason"]
+__all__ = [
+    "Fields",
+    "Limits",
+    "Checked",
+    "JSON_NAN",
+    "JSON_INF",
+    "JSON_NINF",
+    "TIME_MAX",
+    "TIME_MIN",
+    "check_record",
+    "decode_utf8",
+    "is_valid_unicode",
+    "parse_time",
+    "int_too_long_reason",
+    "non_finite_reason",
+]
 
 
 @dataclass(frozen=True)
@@ -203,8 +218,11 @@ def _raise_unencodable(rec: dict, fields: Fields, path: str, recno: int, strict:
         # (a name that is a number is written as its text: NaN is "NaN", not a number)
         why = unwritable(k)
         if why is not None:
-            reason = ("the field's name is not valid Unicode (lone surrogate)" if why[0] == "surrogate"
-                      else f"the field's name: {int_too_long_reason(why[1])}")
+            reason = (
+                "the field's name is not valid Unicode (lone surrogate)"
+                if why[0] == "surrogate"
+                else f"the field's name: {int_too_long_reason(why[1])}"
+            )
             raise RecordError(path, recno, reason, field=k if isinstance(k, str) else None)
         why = unwritable(v, strict)
         if why is None:

@@ -1,11 +1,12 @@
 """Publish times read from records: numbers, ISO 8601, RFC 2822, a few common layouts and
 epoch seconds as text, to seconds since the epoch (UTC), within the years a date can have."""
+
 from __future__ import annotations
 
 import math
 import numbers
 import re
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from neardup.io.values import short
 
@@ -94,7 +95,7 @@ def _parse_time(value) -> float:
                 year = int(far.group(2))
                 if far.group(1) == "-" or not 1 <= year <= 9999:
                     # (a Parquet timestamp or date past year 9999 is read as this text)
-                    raise ValueError(f"{short(value)} is out of the range of times (years 1 to 9999)")
+                    raise ValueError(f"{short(value)} is out of the range of times (years 1 to 9999)")  # noqa: B904
             if dt is None:
                 try:
                     # imported here: email.utils costs every command's start-up ~15 ms, and
@@ -111,7 +112,7 @@ def _parse_time(value) -> float:
     if dt.tzinfo is None:  # naive: taken as UTC
         return (dt - _EPOCH).total_seconds()
     try:
-        t = dt.astimezone(timezone.utc).timestamp()
+        t = dt.astimezone(UTC).timestamp()
     except OverflowError:  # year 1 or 9999 with an offset that moves it out of datetime's years
         raise ValueError(f"{short(value)} is out of the range of times (years 1 to 9999)") from None
     if not TIME_MIN <= t <= TIME_MAX:  # (an offset can move year 1 or 9999 past the ends without an error)

@@ -2,13 +2,27 @@
 JSON cannot hold), integers past Python's digits limit for text, lone surrogates, bytes that
 are not UTF-8; and a value shown short in an error message. Used by the record checks
 (records.py), the readers and the times (times.py)."""
+
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-__all__ = ["JSON_NAN", "SAFE_INT_BITS", "JSON_INF", "JSON_NINF", "decode_utf8", "int_digits", "int_too_long", "int_too_long_reason",
-           "is_valid_unicode", "json_literal", "non_finite_reason", "short", "unwritable"]
+__all__ = [
+    "JSON_NAN",
+    "SAFE_INT_BITS",
+    "JSON_INF",
+    "JSON_NINF",
+    "decode_utf8",
+    "int_digits",
+    "int_too_long",
+    "int_too_long_reason",
+    "is_valid_unicode",
+    "json_literal",
+    "non_finite_reason",
+    "short",
+    "unwritable",
+]
 
 
 #: What JSON text's ``NaN``, ``Infinity`` and ``-Infinity`` (and a number past a float's range,
@@ -64,7 +78,7 @@ def int_digits(v: int) -> int:
     """The decimal digits of `v` (without its sign), counted without writing it as text."""
     v = abs(int(v))
     d = max(1, int(v.bit_length() * 0.30102999566398120))
-    p = 10 ** d
+    p = 10**d
     while v >= p:
         d, p = d + 1, p * 10
     while d > 1 and v < p // 10:
@@ -74,8 +88,10 @@ def int_digits(v: int) -> int:
 
 def int_too_long_reason(digits: int) -> str:
     """The bad record's reason for an integer of `digits` digits past Python's limit."""
-    return (f"integer too long: {digits:,} digits, over the limit of {sys.get_int_max_str_digits():,} "
-            "digits Python reads or writes (give it as a string)")
+    return (
+        f"integer too long: {digits:,} digits, over the limit of {sys.get_int_max_str_digits():,} "
+        "digits Python reads or writes (give it as a string)"
+    )
 
 
 def decode_utf8(data: bytes | bytearray) -> str:
@@ -127,6 +143,9 @@ def unwritable(v, strict: bool = False) -> tuple[str, Any] | None:
 def non_finite_reason(name: str, nested: bool = False, what: str = "the value") -> str:
     """The bad record's reason for a NaN or an infinity read from JSON text (`name`: "NaN",
     "Infinity", "-Infinity"; `nested`: inside a list or an object, or `what` holds it)."""
-    hint = ("null is JSON's missing value" if name == "NaN"
-            else "a number past a float's range, such as 1e400, is read as one")
+    hint = (
+        "null is JSON's missing value"
+        if name == "NaN"
+        else "a number past a float's range, such as 1e400, is read as one"
+    )
     return f"{what} {'holds' if nested else 'is'} {name}, which JSON cannot hold ({hint})"

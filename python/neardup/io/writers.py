@@ -3,6 +3,7 @@
 A crash, a full disk or Ctrl-C never leaves a half-written file under the final name: either
 the old file (if any) or the complete new one is there.
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,8 +16,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import IO, Any
 
-from neardup.errors import NeardupError
-from neardup.errors import OutputError, _writable
+from neardup.errors import NeardupError, OutputError, _writable
 
 __all__ = ["atomic_open", "dumps", "json_default", "staged", "writable_tree", "write_jsonl"]
 

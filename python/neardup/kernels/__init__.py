@@ -16,7 +16,7 @@ The kernels, in pipeline order:
 =====================  ===========================================  =========================================
 kernel                 input columns                                output columns
 =====================  ===========================================  =========================================
-check_jsonl            src, recno, value (one JSONL line)           CHECKED          
+check_jsonl            src, recno, value (one JSONL line)           CHECKED
 check_rows             src, recno, <record columns>                 CHECKED
 check_csv              src, recno, value (record as JSON), error    CHECKED
 exact_keys             pos, text                                    pos, xkey, ntok
@@ -35,6 +35,7 @@ With ``method="simhash"`` the band keys of ``doc_keys`` are the fingerprint's bl
 buckets are formed and verified by :mod:`neardup.kernels.simhash` (``simhash_candidates``,
 ``simhash_verify``) instead of ``bucket_members`` / ``verify_buckets``.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,25 +49,43 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from neardup import _core
+from neardup import _core, _sets
 from neardup.errors import RecordError
 from neardup.io.readers import parse_json_line
 from neardup.io.records import Fields, Limits, check_record
-from neardup.stages.keepers import source_ranks
 from neardup.kernels.common import _cached, _sets_of, round6
 from neardup.lsh import band_keys
 from neardup.minhash import MinHash
 from neardup.settings import Settings
 from neardup.shingle import Shingler
 from neardup.simhash import SimHash
+from neardup.stages.keepers import source_ranks
 from neardup.stages.options import DedupOptions
-from neardup import _sets
 
 __all__ = [
-    "POS_SHIFT", "make_pos", "pos_src", "pos_recno", "CHECKED", "KernelParams",
-    "check_jsonl", "check_rows", "check_csv", "exact_keys", "doc_keys", "exact_groups", "band_rows", "bucket_members",
-    "verify_buckets", "large_star", "small_star", "edge_checksum", "keeper_rows", "pair_similarity",
-    "kept_jsonl_line", "simhash_candidates", "simhash_verify",
+    "POS_SHIFT",
+    "make_pos",
+    "pos_src",
+    "pos_recno",
+    "CHECKED",
+    "KernelParams",
+    "check_jsonl",
+    "check_rows",
+    "check_csv",
+    "exact_keys",
+    "doc_keys",
+    "exact_groups",
+    "band_rows",
+    "bucket_members",
+    "verify_buckets",
+    "large_star",
+    "small_star",
+    "edge_checksum",
+    "keeper_rows",
+    "pair_similarity",
+    "kept_jsonl_line",
+    "simhash_candidates",
+    "simhash_verify",
 ]
 
 POS_SHIFT = 40  # record numbers up to 2**40; input index in the bits above
@@ -86,16 +105,18 @@ def pos_recno(pos):
 
 #: Schema of a checked record: the local engine's :class:`neardup.io.records.Checked`, plus
 #: the error of a record that failed its check (``error`` is a JSON ``RecordError.as_dict``).
-CHECKED = pa.schema([
-    ("pos", pa.int64()),
-    ("id", pa.string()),          # the id as a string (Checked.key)
-    ("id_int", pa.bool_()),       # the id was an integer in the input
-    ("text", pa.large_string()),  # title + "\n" + text when a title field is set
-    ("time", pa.float64()),       # epoch seconds; NaN when missing or unreadable
-    ("source", pa.string()),
-    ("time_error", pa.string()),
-    ("error", pa.string()),       # null for a good record
-])
+CHECKED = pa.schema(
+    [
+        ("pos", pa.int64()),
+        ("id", pa.string()),  # the id as a string (Checked.key)
+        ("id_int", pa.bool_()),  # the id was an integer in the input
+        ("text", pa.large_string()),  # title + "\n" + text when a title field is set
+        ("time", pa.float64()),  # epoch seconds; NaN when missing or unreadable
+        ("source", pa.string()),
+        ("time_error", pa.string()),
+        ("error", pa.string()),  # null for a good record
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -184,8 +205,9 @@ def check_jsonl(table: pa.Table, *, fields: Fields, limits: Limits, names: Seque
     return _checked_table(rows)
 
 
-def check_rows(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str],
-               renames: dict[str, str] | None = None) -> pa.Table:
+def check_rows(
+    table: pa.Table, *, fields: Fields, limits: Limits, names: Sequence[str], renames: dict[str, str] | None = None
+) -> pa.Table:
     """Check records given as columns (Parquet, a DataFrame), as the local engine does.
     `renames`: column name -> the record's field name, for fields named as ``src``/``recno``."""
     src = table.column("src").to_numpy()
@@ -205,8 +227,9 @@ def check_csv(table: pa.Table, *, fields: Fields, limits: Limits, names: Sequenc
     src = table.column("src").to_numpy()
     recno = table.column("recno").to_numpy()
     rows = []
-    for s, r, v, e in zip(src.tolist(), recno.tolist(), table.column("value").to_pylist(),
-                          table.column("error").to_pylist()):
+    for s, r, v, e in zip(
+        src.tolist(), recno.tolist(), table.column("value").to_pylist(), table.column("error").to_pylist()
+    ):
         if e is not None:
             d = json.loads(e)
             rec = RecordError(d["file"], d["line"], d["reason"], field=d.get("field"))
@@ -231,8 +254,9 @@ def exact_keys(table: pa.Table, threads: int | None = 1, unit: str = "word") -> 
     else:
         keys, ntok = np.zeros(0, np.uint64), np.zeros(0, np.int64)
     keys = np.where(ntok == 0, np.uint64(0), keys).view(np.int64)
-    return pa.table({"pos": table.column("pos"), "xkey": pa.array(keys, pa.int64()),
-                     "ntok": pa.array(ntok, pa.int64())})
+    return pa.table(
+        {"pos": table.column("pos"), "xkey": pa.array(keys, pa.int64()), "ntok": pa.array(ntok, pa.int64())}
+    )
 
 
 def exact_groups(table: pa.Table) -> pa.Table:
@@ -265,7 +289,11 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     MinHash that pass also gives the exact keys, each text tokenised once: ``Signer.keyed``.)
     """
     n = table.num_rows
-    ok = np.asarray(pc.is_null(table.column("error")).to_numpy(zero_copy_only=False), dtype=bool) if n else np.zeros(0, bool)
+    ok = (
+        np.asarray(pc.is_null(table.column("error")).to_numpy(zero_copy_only=False), dtype=bool)
+        if n
+        else np.zeros(0, bool)
+    )
     idx = np.flatnonzero(ok)
     xkey = np.zeros(n, np.int64)
     ntok = np.zeros(n, np.int64)
@@ -299,17 +327,23 @@ def doc_keys(table: pa.Table, params: KernelParams) -> pa.Table:
     has[tok] = True
     counts = np.where(has, b, 0)
     offsets = np.r_[0, np.cumsum(counts)].astype(np.int32)
-    bkeys = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                     pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
-                                     mask=pa.array(~has))
+    bkeys = pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.array(np.ascontiguousarray(keys).reshape(-1).view(np.int64), pa.int64()),
+        mask=pa.array(~has),
+    )
     simhash = params.settings.method == "simhash"
     fp = np.zeros(n, np.uint64)
     if simhash:
         fp[tok] = fps
     fp_col = pa.array(fp.view(np.int64), pa.int64(), mask=~has if simhash else np.ones(n, bool))
     out = table.drop_columns(["text"])
-    return (out.append_column("xkey", pa.array(xkey, pa.int64())).append_column("ntok", pa.array(ntok, pa.int64()))
-            .append_column("bkeys", bkeys).append_column("fp", fp_col))
+    return (
+        out.append_column("xkey", pa.array(xkey, pa.int64()))
+        .append_column("ntok", pa.array(ntok, pa.int64()))
+        .append_column("bkeys", bkeys)
+        .append_column("fp", fp_col)
+    )
 
 
 # ---- signatures and bands ---------------------------------------------------------------
@@ -322,7 +356,11 @@ def band_rows(table: pa.Table, params: KernelParams, with_sig: bool = False) -> 
     n = len(pos)
     b, r = params.bands, params.rows
     if n:
-        text = table.column("text").combine_chunks() if isinstance(table.column("text"), pa.ChunkedArray) else table.column("text")
+        text = (
+            table.column("text").combine_chunks()
+            if isinstance(table.column("text"), pa.ChunkedArray)
+            else table.column("text")
+        )
         sigs = _cached(params, "minhash").signatures(text, threads=params.threads)
         keys = band_keys(sigs, b, r, threads=params.threads)  # (n, b) uint64
     else:
@@ -343,7 +381,9 @@ def band_rows(table: pa.Table, params: KernelParams, with_sig: bool = False) -> 
 
 def _fixed_binary(rows: np.ndarray) -> pa.Array:
     n, w = rows.shape if rows.ndim == 2 else (0, 0)
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(rows).tobytes())])
+    return pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(w), n, [None, pa.py_buffer(np.ascontiguousarray(rows).tobytes())]
+    )
 
 
 def signatures(table: pa.Table, params: KernelParams) -> pa.Table:
@@ -387,8 +427,14 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     the components are those of all verified candidate pairs of the bucket, because every
     passing pair either was checked or joins two documents already connected.
     """
-    empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),
-                      "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})
+    empty = pa.table(
+        {
+            "a": pa.array([], pa.int64()),
+            "b": pa.array([], pa.int64()),
+            "similarity": pa.array([], pa.float64()),
+            "similarity6": pa.array([], pa.float64()),
+        }
+    )
     if table.num_rows == 0:
         return empty
     bid = table.column("bid").to_numpy()
@@ -430,7 +476,7 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
         m = e0 - s0
         parent = list(range(m))
 
-        def find(x: int) -> int:
+        def find(x: int, parent: list[int] = parent) -> int:  # (this iteration's forest)
             while parent[x] != x:
                 parent[x] = parent[parent[x]]
                 x = parent[x]
@@ -451,10 +497,14 @@ def verify_buckets(table: pa.Table, params: KernelParams) -> pa.Table:
     if not out_a:
         return empty
     sims = np.concatenate(out_s).astype(np.float64)
-    return pa.table({"a": pa.array(np.concatenate(out_a), pa.int64()),
-                     "b": pa.array(np.concatenate(out_b), pa.int64()),
-                     "similarity": pa.array(sims, pa.float64()),
-                     "similarity6": pa.array(round6(sims), pa.float64())})
+    return pa.table(
+        {
+            "a": pa.array(np.concatenate(out_a), pa.int64()),
+            "b": pa.array(np.concatenate(out_b), pa.int64()),
+            "similarity": pa.array(sims, pa.float64()),
+            "similarity6": pa.array(round6(sims), pa.float64()),
+        }
+    )
 
 
 def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
@@ -463,11 +513,13 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
     (``fp_a``, ``fp_b``: 1 - distance / 64). Other columns are passed through."""
     n = table.num_rows
     if n == 0:
-        return (table.append_column("similarity", pa.array([], pa.float64()))
-                .append_column("similarity6", pa.array([], pa.float64())))
+        return table.append_column("similarity", pa.array([], pa.float64())).append_column(
+            "similarity6", pa.array([], pa.float64())
+        )
     if params.settings.verify == "estimate" and params.settings.method == "simhash":
-        sims = hamming_similarity(table.column("fp_a").to_numpy().view(np.uint64),
-                                  table.column("fp_b").to_numpy().view(np.uint64))
+        sims = hamming_similarity(
+            table.column("fp_a").to_numpy().view(np.uint64), table.column("fp_b").to_numpy().view(np.uint64)
+        )
     elif params.settings.verify == "estimate":
         a = np.frombuffer(b"".join(table.column("sig_a").to_pylist()), dtype=np.uint32).reshape(n, -1)
         b = np.frombuffer(b"".join(table.column("sig_b").to_pylist()), dtype=np.uint32).reshape(n, -1)
@@ -481,8 +533,11 @@ def pair_similarity(table: pa.Table, params: KernelParams) -> pa.Table:
         sims = verify_exact(sets, pr, params.settings.measure, params.threads)
     keep = [c for c in table.column_names if c not in ("text_a", "text_b", "sig_a", "sig_b", "fp_a", "fp_b")]
     sims = np.asarray(sims, np.float64)
-    return (table.select(keep).append_column("similarity", pa.array(sims, pa.float64()))
-            .append_column("similarity6", pa.array(round6(sims), pa.float64())))
+    return (
+        table.select(keep)
+        .append_column("similarity", pa.array(sims, pa.float64()))
+        .append_column("similarity6", pa.array(round6(sims), pa.float64()))
+    )
 
 
 # ---- connected components: large-star / small-star (Kiveris et al., SoCC 2014) -------------
@@ -583,18 +638,20 @@ def keeper_rows(table: pa.Table, prefer_source: Sequence[str]) -> pa.Table:
     xkey = table.column("xkey").to_numpy()
     rep = table.column("rep").to_numpy()
     exact = (xkey[ordered] == xkey[keeper]) & (xkey[ordered] != 0)
-    return pa.table({
-        "label": pa.array(label[ordered], pa.int64()),
-        "pos": pa.array(pos[ordered], pa.int64()),
-        "id": pa.array([ids[i] for i in ordered.tolist()], pa.string()),
-        "rank": pa.array(rank, pa.int64()),
-        "size": pa.array(np.repeat(sizes, sizes), pa.int64()),
-        "keeper_pos": pa.array(pos[keeper], pa.int64()),
-        "keeper_id": pa.array([ids[i] for i in keeper.tolist()], pa.string()),
-        "rep": pa.array(rep[ordered], pa.int64()),
-        "keeper_rep": pa.array(rep[keeper], pa.int64()),
-        "exact": pa.array(exact, pa.bool_()),
-    })
+    return pa.table(
+        {
+            "label": pa.array(label[ordered], pa.int64()),
+            "pos": pa.array(pos[ordered], pa.int64()),
+            "id": pa.array([ids[i] for i in ordered.tolist()], pa.string()),
+            "rank": pa.array(rank, pa.int64()),
+            "size": pa.array(np.repeat(sizes, sizes), pa.int64()),
+            "keeper_pos": pa.array(pos[keeper], pa.int64()),
+            "keeper_id": pa.array([ids[i] for i in keeper.tolist()], pa.string()),
+            "rep": pa.array(rep[ordered], pa.int64()),
+            "keeper_rep": pa.array(rep[keeper], pa.int64()),
+            "exact": pa.array(exact, pa.bool_()),
+        }
+    )
 
 
 # ---- output -----------------------------------------------------------------------------
@@ -619,5 +676,8 @@ def kept_jsonl_line(line: str, alternates: list) -> str:
 
 # SimHash's buckets and verification (their own module; they use round6 and _sets_of above)
 from neardup.kernels.simhash import (  # noqa: E402
-    block_keys, hamming_similarity, simhash_candidates, simhash_verify,
+    block_keys,
+    hamming_similarity,
+    simhash_candidates,
+    simhash_verify,
 )

@@ -23,18 +23,24 @@ engine's candidate count. ``simhash_verify`` runs the per-bucket union-find of
 already connected, and only spanning edges are emitted, so a bucket of many near copies
 costs one verification per copy, not one per pair.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from neardup import _core
+from neardup import _core, _sets
 from neardup.kernels.common import _sets_of, round6
 from neardup.simhash import block_keys, block_masks  # noqa: F401 - part of this module's kernels
-from neardup import _sets
 
-__all__ = ["block_masks", "block_keys", "first_shared_block", "simhash_candidates", "simhash_verify",
-           "hamming_similarity"]
+__all__ = [
+    "block_masks",
+    "block_keys",
+    "first_shared_block",
+    "simhash_candidates",
+    "simhash_verify",
+    "hamming_similarity",
+]
 
 
 def first_shared_block(x: np.ndarray, y: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -77,8 +83,9 @@ def _bucket_id(band: np.ndarray, key: np.ndarray) -> np.ndarray:
     return x.view(np.int64)
 
 
-_MEMBERS = pa.schema([("bid", pa.int64()), ("band", pa.int32()), ("pos", pa.int64()), ("fp", pa.int64()),
-                      ("ncand", pa.int64())])
+_MEMBERS = pa.schema(
+    [("bid", pa.int64()), ("band", pa.int32()), ("pos", pa.int64()), ("fp", pa.int64()), ("ncand", pa.int64())]
+)
 
 
 def simhash_candidates(table: pa.Table, params) -> pa.Table:
@@ -111,10 +118,16 @@ def simhash_candidates(table: pa.Table, params) -> pa.Table:
     ncand = np.zeros(len(rows), np.int64)
     if len(rows):
         ncand[0] = total
-    return pa.Table.from_arrays([
-        pa.array(_bucket_id(bands, f & masks[bands]), pa.int64()), pa.array(bands.astype(np.int32), pa.int32()),
-        pa.array(pos[rows], pa.int64()), pa.array(f.view(np.int64), pa.int64()), pa.array(ncand, pa.int64()),
-    ], schema=_MEMBERS)
+    return pa.Table.from_arrays(
+        [
+            pa.array(_bucket_id(bands, f & masks[bands]), pa.int64()),
+            pa.array(bands.astype(np.int32), pa.int32()),
+            pa.array(pos[rows], pa.int64()),
+            pa.array(f.view(np.int64), pa.int64()),
+            pa.array(ncand, pa.int64()),
+        ],
+        schema=_MEMBERS,
+    )
 
 
 def simhash_verify(table: pa.Table, params) -> pa.Table:
@@ -126,8 +139,14 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     with similarity 1 - distance / 64 (the local engine's SimHash estimate)."""
     from neardup.stages.verify import verify_exact
 
-    empty = pa.table({"a": pa.array([], pa.int64()), "b": pa.array([], pa.int64()),
-                      "similarity": pa.array([], pa.float64()), "similarity6": pa.array([], pa.float64())})
+    empty = pa.table(
+        {
+            "a": pa.array([], pa.int64()),
+            "b": pa.array([], pa.int64()),
+            "similarity": pa.array([], pa.float64()),
+            "similarity6": pa.array([], pa.float64()),
+        }
+    )
     if table.num_rows == 0:
         return empty
     d = params.settings.max_distance
@@ -163,17 +182,18 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
     # it is checked again here, so the kernel stands on its own
     two = starts[sizes == 2]
     if len(two):
-        own = (first_shared_block(fp[two], fp[two + 1], masks) == band[two]) & (
-            _hamming(fp[two], fp[two + 1]) <= d)
+        own = (first_shared_block(fp[two], fp[two + 1], masks) == band[two]) & (_hamming(fp[two], fp[two + 1]) <= d)
         two = two[own]
         s = sims(two, two + 1)
         ok = passes(s)
-        out_a.append(pos[two][ok]); out_b.append(pos[two + 1][ok]); out_s.append(s[ok])  # noqa: E702
+        out_a.append(pos[two][ok])
+        out_b.append(pos[two + 1][ok])
+        out_s.append(s[ok])  # noqa: E702
     for s0, e0 in zip(starts[sizes > 2].tolist(), ends[sizes > 2].tolist()):
         pairs, _ = _owned_pairs(fp[s0:e0], int(band[s0]), masks, d, params.threads)
         parent = list(range(e0 - s0))
 
-        def find(x: int) -> int:
+        def find(x: int, parent: list[int] = parent) -> int:  # (this iteration's forest)
             while parent[x] != x:
                 parent[x] = parent[parent[x]]
                 x = parent[x]
@@ -186,13 +206,21 @@ def simhash_verify(table: pa.Table, params) -> pa.Table:
             s = sims(np.array([s0 + i]), np.array([s0 + j]))
             if passes(s)[0]:
                 parent[ri] = rj
-                out_a.append(pos[[s0 + i]]); out_b.append(pos[[s0 + j]]); out_s.append(s)  # noqa: E702
+                out_a.append(pos[[s0 + i]])
+                out_b.append(pos[[s0 + j]])
+                out_s.append(s)  # noqa: E702
     if not out_a:
         return empty
     a, b = np.concatenate(out_a), np.concatenate(out_b)
     s = np.concatenate(out_s).astype(np.float64)
-    return pa.table({"a": pa.array(np.minimum(a, b), pa.int64()), "b": pa.array(np.maximum(a, b), pa.int64()),
-                     "similarity": pa.array(s, pa.float64()), "similarity6": pa.array(round6(s), pa.float64())})
+    return pa.table(
+        {
+            "a": pa.array(np.minimum(a, b), pa.int64()),
+            "b": pa.array(np.maximum(a, b), pa.int64()),
+            "similarity": pa.array(s, pa.float64()),
+            "similarity6": pa.array(round6(s), pa.float64()),
+        }
+    )
 
 
 def _hamming(x: np.ndarray, y: np.ndarray) -> np.ndarray:

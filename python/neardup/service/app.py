@@ -12,6 +12,7 @@ writes.py (a request's wait for the writer), routing.py and bodylimit.py (URLs, 
 limit), config.py (:class:`ServiceConfig`), server.py (:func:`serve`: start-up). This one
 puts the app together (:func:`create_app`).
 """
+
 from __future__ import annotations
 
 import time
@@ -28,7 +29,11 @@ from neardup.service.config import (
     PING_TIMEOUT,
     WRITE_TIMEOUT,
     ServiceConfig,
+)
+from neardup.service.config import (
     health_timeout as checked_health_timeout,
+)
+from neardup.service.config import (
     write_timeout as checked_write_timeout,
 )
 from neardup.service.fastpost import FastPost
@@ -43,14 +48,22 @@ from neardup.service.writes import Deadline
 
 __all__ = ["ServiceConfig", "create_app"]
 
-DESCRIPTION = ("Near-duplicate detection for a news feed: post articles, get a verdict for each "
-               "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /.")
+DESCRIPTION = (
+    "Near-duplicate detection for a news feed: post articles, get a verdict for each "
+    "(new story or duplicate, its cluster, keeper and alternates); browse the stories at /."
+)
 
 
-def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int = 10_000,
-               writer: GroupWriter | WriterProcess | None = None,
-               write_timeout: float | None = WRITE_TIMEOUT, health_timeout: float = PING_TIMEOUT,
-               max_chars: int = DEFAULT_MAX_CHARS) -> FastAPI:
+def create_app(
+    index: Index | str,
+    *,
+    max_body: int = 10_000_000,
+    max_batch: int = 10_000,
+    writer: GroupWriter | WriterProcess | None = None,
+    write_timeout: float | None = WRITE_TIMEOUT,
+    health_timeout: float = PING_TIMEOUT,
+    max_chars: int = DEFAULT_MAX_CHARS,
+) -> FastAPI:
     """The FastAPI application over `index` (an open :class:`Index` or a directory; a directory is
     opened with background folds of level 0, as ``neardup serve`` does). Writes go to `writer`:
     by default a :class:`GroupWriter` thread on `index` (refusing texts over `max_chars`);
@@ -71,9 +84,15 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
             idx.close()
 
     app = FastAPI(title="neardup", version="1", lifespan=lifespan, description=DESCRIPTION)
-    st = ServiceState(index=idx, writer=writer, max_batch=max_batch, write_timeout=write_timeout,
-                      health_timeout=health_timeout, started=time.time(),
-                      deadline=Deadline(write_timeout) if write_timeout is not None else None)
+    st = ServiceState(
+        index=idx,
+        writer=writer,
+        max_batch=max_batch,
+        write_timeout=write_timeout,
+        health_timeout=health_timeout,
+        started=time.time(),
+        deadline=Deadline(write_timeout) if write_timeout is not None else None,
+    )
     app.state.service = st
     app.state.index = idx
     app.state.writer = writer
@@ -83,9 +102,13 @@ def create_app(index: Index | str, *, max_body: int = 10_000_000, max_batch: int
     app.add_middleware(BodyLimit, limit=lambda: app.state.max_body)
     # added last: in front of BodyLimit (still inside Starlette's ServerErrorMiddleware, so the
     # app's 500 (problems.on_any) answers an unexpected exception here too)
-    app.add_middleware(FastPost, path="/v1/documents", model=Union[BatchIn, DocumentIn],
-                       limit=lambda: app.state.max_body,
-                       handle=lambda body, dry_run: add(writer, max_batch, body, dry_run, st.front, st.deadline))
+    app.add_middleware(
+        FastPost,
+        path="/v1/documents",
+        model=Union[BatchIn, DocumentIn],  # noqa: UP007 - a runtime value, as the route's body annotation
+        limit=lambda: app.state.max_body,
+        handle=lambda body, dry_run: add(writer, max_batch, body, dry_run, st.front, st.deadline),
+    )
     problems.install(app)
     for routes in ROUTES:
         routes.register(app)

@@ -1,4 +1,5 @@
 """A request body's size limit (``neardup serve --max-body``), before anything parses it."""
+
 from __future__ import annotations
 
 from neardup.service.fastpost import replay_once
@@ -23,10 +24,15 @@ class BodyLimit:
             try:
                 n = int(cl)
             except ValueError:
-                return await err(400, "bad_content_length", "the Content-Length header is not a number")(scope, receive, send)
+                return await err(400, "bad_content_length", "the Content-Length header is not a number")(
+                    scope, receive, send
+                )
             if n > limit:
-                return await err(413, "body_too_large", f"the request body has {n:,} bytes, over the limit of "
-                                 f"{limit:,} (neardup serve --max-body)")(scope, receive, send)
+                return await err(
+                    413,
+                    "body_too_large",
+                    f"the request body has {n:,} bytes, over the limit of {limit:,} (neardup serve --max-body)",
+                )(scope, receive, send)
             return await self.app(scope, receive, send)
         # no length given (chunked): read it here, within the limit, then hand it on
         body = b""
@@ -38,6 +44,9 @@ class BodyLimit:
             body += msg.get("body", b"")
             more = msg.get("more_body", False)
             if len(body) > limit:
-                return await err(413, "body_too_large", f"the request body is over the limit of {limit:,} bytes "
-                                 "(neardup serve --max-body)")(scope, receive, send)
+                return await err(
+                    413,
+                    "body_too_large",
+                    f"the request body is over the limit of {limit:,} bytes (neardup serve --max-body)",
+                )(scope, receive, send)
         return await self.app(scope, replay_once(body, receive), send)

@@ -1,17 +1,26 @@
 """The service's settings: :class:`ServiceConfig`, one frozen object for ``neardup serve``
 (``serve(directory, config)``), checked in one place (its ``__post_init__``): a mistyped limit
 is said before anything is opened, naming the command-line flag that sets it."""
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
 
 from neardup.errors import InvalidParameterError
-
 from neardup.settings import DEFAULT_MAX_CHARS
 
-__all__ = ["FD_WANTED", "GRACEFUL_SHUTDOWN", "PING_TIMEOUT", "ServiceConfig", "WRITE_TIMEOUT",
-           "health_timeout", "positive", "seconds", "write_timeout"]
+__all__ = [
+    "FD_WANTED",
+    "GRACEFUL_SHUTDOWN",
+    "PING_TIMEOUT",
+    "ServiceConfig",
+    "WRITE_TIMEOUT",
+    "health_timeout",
+    "positive",
+    "seconds",
+    "write_timeout",
+]
 
 #: seconds a write (POST, DELETE) waits for the writer's answer before it is answered 503
 #: writer_timeout, its outcome unknown (``neardup serve --write-timeout``; None: no limit).
@@ -94,9 +103,14 @@ class ServiceConfig:
         """:meth:`Index.open`'s keyword arguments for the writer. ``--sync full``: each answer
         waits for the WAL's fsync, done for every group since the last one by a thread of its
         own while the writer goes on (sync="group", writer.Acks)."""
-        return dict(threads=self.threads, sync="group" if self.sync == "full" else self.sync,
-                    background_fold=self.fold == "background", l0_max=self.l0_max, l0_fold_at=self.l0_fold_at,
-                    merge_max=self.merge_max)
+        return dict(
+            threads=self.threads,
+            sync="group" if self.sync == "full" else self.sync,
+            background_fold=self.fold == "background",
+            l0_max=self.l0_max,
+            l0_fold_at=self.l0_fold_at,
+            merge_max=self.merge_max,
+        )
 
 
 def seconds(flag: str, v) -> float:

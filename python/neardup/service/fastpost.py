@@ -20,9 +20,11 @@ telemetry check reads the environment per request); kept, so that telemetry and 
 unexpected exception stay the app's own. The rest is shared with the route: the event loop's
 hand-over of the writer's answer (asyncio.wrap_future), the records, orjson, the Response.
 """
+
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import orjson
 from pydantic import TypeAdapter
@@ -35,7 +37,7 @@ __all__ = ["FastPost"]
 _DEPTH = 64
 # orjson reads an integer beyond 64 bits as a float, json.loads as an int: a float this large
 # may have been such an integer, and is left to FastAPI.
-_BIG = 2.0 ** 63
+_BIG = 2.0**63
 
 
 class FastPost:
@@ -43,8 +45,9 @@ class FastPost:
     ``await handle(body, dry_run)`` (a Response); every other request goes to `app`.
     `limit()` is the body limit in bytes, read per request (BodyLimit in bodylimit.py gives the 413)."""
 
-    def __init__(self, app, *, path: str, model: Any, limit: Callable[[], int],
-                 handle: Callable[[Any, bool], Awaitable[Any]]) -> None:
+    def __init__(
+        self, app, *, path: str, model: Any, limit: Callable[[], int], handle: Callable[[Any, bool], Awaitable[Any]]
+    ) -> None:
         self.app = app
         self.path = path
         self.adapter = TypeAdapter(model)
@@ -74,8 +77,7 @@ class FastPost:
 
     def _dry_run(self, scope) -> bool | None:
         """The request's dry_run if it is one to answer here, else None."""
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path \
-                or scope.get("root_path"):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path or scope.get("root_path"):
             return None
         q = scope["query_string"]
         if q and q != b"dry_run=true" and q != b"dry_run=false":
@@ -112,7 +114,7 @@ class FastPost:
 
 def _plain(x, room: int) -> bool:
     """No container deeper than `room` below `x` and no float of 2**63 or more (see _BIG)."""
-    for v in (x.values() if type(x) is dict else x):
+    for v in x.values() if type(x) is dict else x:
         t = type(v)
         if t is dict or t is list:
             if room == 0 or not _plain(v, room - 1):

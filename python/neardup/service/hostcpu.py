@@ -13,6 +13,7 @@ The figures are seconds since the machine booted (``/proc/stat``, all cores), so
 reads subtract into a window's own: ``d(steal) / d(sum of every kind)`` is the share of the
 machine's time the host took. Linux only; ``None`` where ``/proc/stat`` cannot be read.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,7 @@ def host_cpu(path: str = "/proc/stat") -> dict | None:
         if not first or first[0] != "cpu" or len(first) < 1 + len(KINDS):
             return None
         ticks = os.sysconf("SC_CLK_TCK")
-        vals = [int(x) for x in first[1:1 + len(KINDS)]]
+        vals = [int(x) for x in first[1 : 1 + len(KINDS)]]
     except (OSError, ValueError, UnicodeDecodeError, AttributeError):
         return None
     return {"cores": os.cpu_count(), "seconds": {k: round(v / ticks, 2) for k, v in zip(KINDS, vals)}}
@@ -55,8 +56,16 @@ def process_state(pid: int | None) -> str | None:
     if not fields:
         return None
     code = fields[0]
-    return {"R": "running", "S": "sleeping", "D": "disk sleep", "T": "stopped", "t": "stopped",
-            "Z": "zombie", "X": "dead", "I": "idle"}.get(code, code)
+    return {
+        "R": "running",
+        "S": "sleeping",
+        "D": "disk sleep",
+        "T": "stopped",
+        "t": "stopped",
+        "Z": "zombie",
+        "X": "dead",
+        "I": "idle",
+    }.get(code, code)
 
 
 def process_cpu(pid: int | None, tid: int | None = None) -> float | None:

@@ -1,14 +1,33 @@
 """The service's request and answer models (pydantic: they make its OpenAPI schema), and the
 checks of an article that the models cannot say (an id's length, the `fields` it may not use)."""
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr, field_validator
 
-__all__ = ["AddOut", "BatchIn", "CLUSTER_NUMBER", "ClusterCard", "ClusterOut", "DocumentIn", "DocumentOut", "ERR",
-           "ErrorBody", "ErrorOut", "MAX_FIELDS_DEPTH", "MAX_ID_BYTES", "MemberOut", "NOT_BLANK", "RESERVED_FIELDS",
-           "RemovalIn", "RemovalOut", "VerdictOut", "document_problem"]
+__all__ = [
+    "AddOut",
+    "BatchIn",
+    "CLUSTER_NUMBER",
+    "ClusterCard",
+    "ClusterOut",
+    "DocumentIn",
+    "DocumentOut",
+    "ERR",
+    "ErrorBody",
+    "ErrorOut",
+    "MAX_FIELDS_DEPTH",
+    "MAX_ID_BYTES",
+    "MemberOut",
+    "NOT_BLANK",
+    "RESERVED_FIELDS",
+    "RemovalIn",
+    "RemovalOut",
+    "VerdictOut",
+    "document_problem",
+]
 
 
 # "Has a character that is not white space" as Python's str.strip() sees white space, which is
@@ -21,16 +40,27 @@ CLUSTER_NUMBER = "^[0-9]{1,18}$"
 class DocumentIn(BaseModel):
     """One article."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "example": {"id": "site-a-417", "text": "heavy rain is likely over coastal karnataka ...",
-                    "published_at": "2026-10-27T09:30:00+05:30", "source": "site-a"}})
-    id: Union[Annotated[StrictStr, Field(pattern=NOT_BLANK)], StrictInt] = Field(
-        description="unique id (a string with a non-space character, or an integer)")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "example": {
+                "id": "site-a-417",
+                "text": "heavy rain is likely over coastal karnataka ...",
+                "published_at": "2026-10-27T09:30:00+05:30",
+                "source": "site-a",
+            }
+        },
+    )
+    id: Annotated[StrictStr, Field(pattern=NOT_BLANK)] | StrictInt = Field(
+        description="unique id (a string with a non-space character, or an integer)"
+    )
     text: StrictStr = Field(min_length=1, pattern=NOT_BLANK, description="the article body (not blank)")
     title: StrictStr | None = Field(default=None, description="optional headline, kept but not compared")
-    published_at: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
-        default=None, description="publish time for the keeper rule: ISO 8601, RFC 2822 or seconds since the epoch; "
-                                  "one that cannot be read is refused (422 bad_document)")
+    published_at: StrictStr | StrictInt | StrictFloat | None = Field(
+        default=None,
+        description="publish time for the keeper rule: ISO 8601, RFC 2822 or seconds since the epoch; "
+        "one that cannot be read is refused (422 bad_document)",
+    )
     source: StrictStr | None = Field(default=None, description="publisher (keeper rule: preferred sources)")
     fields: dict[str, Any] | None = Field(default=None, description="anything else to keep with the article")
 
@@ -55,18 +85,30 @@ class RemovalIn(BaseModel):
     """Documents to remove: by id (all or nothing), and/or the first `limit` of those published
     (or, without a time, added) before `older_than`."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={
-        "example": {"older_than": "30d", "limit": 10000},
-        # ids, older_than, or both: a request naming neither is refused (422), and says so here
-        "anyOf": [{"required": ["ids"], "properties": {"ids": {"minItems": 1}}},
-                  {"required": ["older_than"], "properties": {"older_than": {"not": {"type": "null"}}}}]})
-    ids: list[Union[Annotated[StrictStr, Field(pattern=NOT_BLANK)], StrictInt]] = Field(
-        default_factory=list, description="ids to remove; one not in the index: 404, nothing removed")
-    older_than: Union[StrictStr, StrictInt, StrictFloat, None] = Field(
-        default=None, description="an age ('30d', '12h') or a time (ISO 8601 date or time, seconds since the epoch)")
-    limit: StrictInt = Field(default=10_000, ge=1, le=100_000,
-                             description="at most this many of the older documents in this request, the first "
-                                         "added first; 'more' in the answer says whether others remain")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "example": {"older_than": "30d", "limit": 10000},
+            # ids, older_than, or both: a request naming neither is refused (422), and says so here
+            "anyOf": [
+                {"required": ["ids"], "properties": {"ids": {"minItems": 1}}},
+                {"required": ["older_than"], "properties": {"older_than": {"not": {"type": "null"}}}},
+            ],
+        },
+    )
+    ids: list[Annotated[StrictStr, Field(pattern=NOT_BLANK)] | StrictInt] = Field(
+        default_factory=list, description="ids to remove; one not in the index: 404, nothing removed"
+    )
+    older_than: StrictStr | StrictInt | StrictFloat | None = Field(
+        default=None, description="an age ('30d', '12h') or a time (ISO 8601 date or time, seconds since the epoch)"
+    )
+    limit: StrictInt = Field(
+        default=10_000,
+        ge=1,
+        le=100_000,
+        description="at most this many of the older documents in this request, the first "
+        "added first; 'more' in the answer says whether others remain",
+    )
     scrub: StrictBool = Field(default=True, description="overwrite the removed texts now (else compact does)")
 
     @field_validator("limit", mode="before")
@@ -86,13 +128,13 @@ class RemovalOut(BaseModel):
 
 
 class VerdictOut(BaseModel):
-    id: Union[str, int]
+    id: str | int
     status: str = Field(description="'new' (a story of its own) or 'duplicate' (matched an earlier article)")
     cluster: int | None
-    keeper: Union[str, int, None]
+    keeper: str | int | None
     is_keeper: bool
-    alternates: list[Union[str, int]]
-    closest: Union[str, int, None] = Field(description="the closest earlier article, if any")
+    alternates: list[str | int]
+    closest: str | int | None = Field(description="the closest earlier article, if any")
     similarity: float | None = Field(description="similarity to the closest earlier article")
     match: str | None = Field(description="'exact' (same normalised text) or 'near'")
     inserted: bool
@@ -116,7 +158,7 @@ class ErrorOut(BaseModel):
 
 
 class MemberOut(BaseModel):
-    id: Union[str, int]
+    id: str | int
     published_at: float | None
     source: str | None
     similarity: float | None
@@ -128,7 +170,7 @@ class MemberOut(BaseModel):
 
 class ClusterOut(BaseModel):
     cluster: int
-    keeper: Union[str, int, None]
+    keeper: str | int | None
     size: int
     created_at: float | None = None
     updated_at: float | None = None
@@ -140,24 +182,25 @@ class ClusterCard(BaseModel):
     cluster: int
     size: int
     updated_at: float
-    keeper: Union[str, int]
+    keeper: str | int
     keeper_source: str | None
     keeper_published_at: float | None
     snippet: str | None = None
 
 
 class DocumentOut(BaseModel):
-    id: Union[str, int]
+    id: str | int
     published_at: float | None
     source: str | None
     added_at: float
     cluster: int
-    keeper: Union[str, int, None]
+    keeper: str | int | None
     is_keeper: bool
     similarity_to_keeper: float | None
     match: str | None
-    closest: Union[str, int, None] = Field(description="the closest earlier article when it was added (its id as "
-                                                       "it was given, while it is in the index)")
+    closest: str | int | None = Field(
+        description="the closest earlier article when it was added (its id as it was given, while it is in the index)"
+    )
     closest_similarity: float | None
     fields: dict[str, Any]
     title: str | None = None
@@ -189,7 +232,7 @@ def _depth(v, room: int) -> bool:
     return room > 0 and all(_depth(x, room - 1) for x in v)
 
 
-def document_problem(d: "DocumentIn") -> tuple[str, str] | None:
+def document_problem(d: DocumentIn) -> tuple[str, str] | None:
     """(field, reason) for what the models cannot say of an article, or None."""
     if len(d.id.encode("utf-8", "surrogatepass") if isinstance(d.id, str) else b"") > MAX_ID_BYTES:
         return "id", f"an id of more than {MAX_ID_BYTES:,} bytes (UTF-8) cannot be named in a URL (GET, DELETE)"

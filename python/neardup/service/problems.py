@@ -3,6 +3,7 @@
 validate, Starlette's HTTP errors, a bug's 500), the answers the routes give for a request's
 own mistakes (a query parameter it does not take, a body that is not UTF-8 or is compressed, an
 article refused), and for a writer's state (:func:`writer_error`)."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ __all__ = ["bad_document", "encoded", "err", "install", "not_utf8", "unknown_par
 
 
 def err(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
-    return JSONResponse(status_code=status,
-                        content={"error": {"status": status, "code": code, "message": message, "details": details}})
+    return JSONResponse(
+        status_code=status, content={"error": {"status": status, "code": code, "message": message, "details": details}}
+    )
 
 
 def _problem(e: dict) -> str | None:
@@ -44,8 +46,10 @@ def _problem(e: dict) -> str | None:
 #: The members of a union field as pydantic names them in an error's location (``id`` is a
 #: string or an integer, ``published_at`` a string or a number): not the client's business.
 _UNION_TAGS = {"constrained-str", "str", "int", "float"}
-_UNION_PROBLEMS = {"id": "must be a string (not empty or only white space) or an integer",
-                   "published_at": "must be a string (ISO 8601, RFC 2822, epoch seconds) or a number (epoch seconds)"}
+_UNION_PROBLEMS = {
+    "id": "must be a string (not empty or only white space) or an integer",
+    "published_at": "must be a string (ISO 8601, RFC 2822, epoch seconds) or a number (epoch seconds)",
+}
 
 
 def _field_loc(loc: tuple) -> tuple:
@@ -70,8 +74,12 @@ def unknown_params(request: Request, allowed: tuple[str, ...]) -> JSONResponse |
     if not unknown:
         return None
     takes = f"it takes {', '.join(allowed)}" if allowed else "it takes none"
-    return err(422, "invalid_request", f"unknown query parameter {unknown[0]!r} ({takes})",
-               [{"where": f"query.{k}", "problem": "unknown query parameter"} for k in unknown])
+    return err(
+        422,
+        "invalid_request",
+        f"unknown query parameter {unknown[0]!r} ({takes})",
+        [{"where": f"query.{k}", "problem": "unknown query parameter"} for k in unknown],
+    )
 
 
 def encoded(request: Request) -> JSONResponse | None:
@@ -80,8 +88,9 @@ def encoded(request: Request) -> JSONResponse | None:
     inserted (the body parsed), one on a gzipped body refused."""
     enc = request.headers.get("content-encoding", "identity").strip().lower()
     if enc not in ("", "identity"):
-        return err(415, "unsupported_media_type", f"Content-Encoding {enc!r} is not supported: send the body "
-                   "uncompressed")
+        return err(
+            415, "unsupported_media_type", f"Content-Encoding {enc!r} is not supported: send the body uncompressed"
+        )
     return None
 
 
@@ -109,8 +118,11 @@ async def unreadable_body(request: Request) -> JSONResponse:
     refused = not_utf8(body)
     if refused is not None:
         return refused
-    return err(400, "invalid_json", f"the body is not valid JSON: nested too deeply to read, or unreadable "
-               f"({len(body):,} bytes)")
+    return err(
+        400,
+        "invalid_json",
+        f"the body is not valid JSON: nested too deeply to read, or unreadable ({len(body):,} bytes)",
+    )
 
 
 def bad_document(batch: bool, index: int, field: str | None, reason: str) -> JSONResponse:
@@ -120,8 +132,12 @@ def bad_document(batch: bool, index: int, field: str | None, reason: str) -> JSO
     where = f"documents[{index}]" if batch else "body"
     field = _utf8(field) if field is not None else None
     reason = _utf8(reason)
-    return err(422, "bad_document", f"{where}: {field or 'document'}: {reason}",
-               {"index": index, "field": field, "reason": reason})
+    return err(
+        422,
+        "bad_document",
+        f"{where}: {field or 'document'}: {reason}",
+        {"index": index, "field": field, "reason": reason},
+    )
 
 
 def _utf8(s: str) -> str:
@@ -134,7 +150,8 @@ def _json_kind(v) -> str:
     if isinstance(v, list):
         return f"an array of {len(v)}" if v else "an empty array"
     return {str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(
-        type(v), type(v).__name__)
+        type(v), type(v).__name__
+    )
 
 
 def writer_error(exc: NeardupError) -> JSONResponse | None:
@@ -151,8 +168,12 @@ def writer_error(exc: NeardupError) -> JSONResponse | None:
     if isinstance(exc, WriterGoneError):
         return err(503, "writer_unavailable", str(exc))
     if isinstance(exc, IndexLockedError):
-        return err(503, "index_locked", f"index is locked by another process; the writer cannot start until it "
-                   f"lets go (reads go on; the next write tries again): {exc}")
+        return err(
+            503,
+            "index_locked",
+            f"index is locked by another process; the writer cannot start until it "
+            f"lets go (reads go on; the next write tries again): {exc}",
+        )
     if isinstance(exc, IndexCorruptError):
         return err(500, "index_corrupt", str(exc))
     if isinstance(exc, IndexError_):  # not found (removed), closed, read only, its settings refused
@@ -181,13 +202,21 @@ async def on_validation(request: Request, exc: RequestValidationError):
     if request.url.path == "/v1/documents" and request.method == "POST" and not isinstance(body, dict):
         if isinstance(body, (bytes, bytearray)):  # FastAPI reads a body of another media type as bytes
             ctype = request.headers.get("content-type", "none")
-            return err(415, "unsupported_media_type", f"send the body as JSON, with Content-Type: "
-                       f"application/json (got {ctype!r})")
+            return err(
+                415,
+                "unsupported_media_type",
+                f"send the body as JSON, with Content-Type: application/json (got {ctype!r})",
+            )
         if body is None and not (await request.body()).strip():
-            return err(400, "invalid_json", "the body is empty: expected one article {\"id\", \"text\", ...} "
-                       "or a batch {\"documents\": [...]}")
-        problem = (f"expected a JSON object, got {_json_kind(body)}: one article {{\"id\", \"text\", ...}} "
-                   f"or a batch {{\"documents\": [...]}}")
+            return err(
+                400,
+                "invalid_json",
+                'the body is empty: expected one article {"id", "text", ...} or a batch {"documents": [...]}',
+            )
+        problem = (
+            f'expected a JSON object, got {_json_kind(body)}: one article {{"id", "text", ...}} '
+            f'or a batch {{"documents": [...]}}'
+        )
         return err(422, "invalid_request", f"body: {problem}", [{"where": "body", "problem": problem}])
     meant = "BatchIn" if isinstance(body, dict) and "documents" in body else "DocumentIn"
     mine = [e for e in errs if len(e.get("loc", ())) > 1 and e["loc"][1] == meant]
@@ -227,6 +256,7 @@ async def on_http(request: Request, exc: StarletteHTTPException):
                 allowed |= set(route.methods)
         r.headers["Allow"] = ", ".join(sorted(allowed))
     return r
+
 
 async def on_any(request: Request, exc: Exception):  # pragma: no cover - a bug
     return err(500, "internal_error", f"{type(exc).__name__}: {exc}")

@@ -1,9 +1,11 @@
 """The service's URLs: a document id in a path (slashes and newlines included), every route's
 pattern anchored at the very end of the path, HEAD wherever GET is."""
+
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -86,5 +88,11 @@ def add_head_routes(app: FastAPI) -> None:
             continue
         if "GET" in (route.methods or ()) and not route.path.startswith(("/docs", "/redoc", "/openapi")):
             assert isinstance(route, APIRoute)  # (every GET route outside the docs' is the app's own)
-            app.add_api_route(route.path, route.endpoint, methods=["HEAD"], include_in_schema=False,
-                              response_model=route.response_model, response_class=route.response_class)
+            app.add_api_route(
+                route.path,
+                route.endpoint,
+                methods=["HEAD"],
+                include_in_schema=False,
+                response_model=route.response_model,
+                response_class=route.response_class,
+            )

@@ -1,5 +1,6 @@
 """``neardup serve``'s start-up: the address listened on, the limit on open files and on
 connections, the index and its writer (a process of its own, or a thread), then uvicorn."""
+
 from __future__ import annotations
 
 import os
@@ -74,10 +75,18 @@ def _run(directory: str, config: ServiceConfig) -> int:
                     f"--max-connections {c.max_connections:,} is over what the limit on open files allows here "
                     f"({limit:,}: {_fd_limits()[0]:,} open files, less those in use and {FD_MARGIN} kept for the "
                     "index's own): give at most that, or raise --max-open-files (within the hard limit, "
-                    "ulimit -Hn)")
+                    "ulimit -Hn)"
+                )
             limit = c.max_connections
-        app = create_app(idx, max_body=c.max_body, max_batch=c.max_batch, writer=writes,
-                         write_timeout=c.write_timeout, health_timeout=c.health_timeout, max_chars=c.max_chars)
+        app = create_app(
+            idx,
+            max_body=c.max_body,
+            max_batch=c.max_batch,
+            writer=writes,
+            write_timeout=c.write_timeout,
+            health_timeout=c.health_timeout,
+            max_chars=c.max_chars,
+        )
     except BaseException:
         sock.close()
         writes.close()
@@ -90,9 +99,15 @@ def _run(directory: str, config: ServiceConfig) -> int:
         # stays consistent); past `limit` open connections a request gets uvicorn's 503 at once
         # (uvicorn annotates timeout_graceful_shutdown as int, but only hands it to
         # asyncio.timeout, which takes fractions of a second: the float is passed as given)
-        uv_config = uvicorn.Config(app, host=c.host, port=c.port, log_level=c.log_level, access_log=False,
-                                   timeout_graceful_shutdown=c.shutdown_timeout,  # type: ignore[arg-type]
-                                   limit_concurrency=limit)
+        uv_config = uvicorn.Config(
+            app,
+            host=c.host,
+            port=c.port,
+            log_level=c.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=c.shutdown_timeout,  # type: ignore[arg-type]
+            limit_concurrency=limit,
+        )
         uvicorn.Server(uv_config).run(sockets=[sock])
     finally:
         sock.close()
@@ -139,8 +154,7 @@ def _fd_limits() -> tuple[int, int | None]:
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     except ImportError:  # pragma: no cover - not POSIX
         return FD_WANTED, None
-    return (FD_WANTED if soft == resource.RLIM_INFINITY else soft,
-            None if hard == resource.RLIM_INFINITY else hard)
+    return (FD_WANTED if soft == resource.RLIM_INFINITY else soft, None if hard == resource.RLIM_INFINITY else hard)
 
 
 def _listen(host: str, port: int):

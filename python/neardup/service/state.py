@@ -1,5 +1,6 @@
 """What the routes share: one :class:`ServiceState` per app (``app.state.service``), made by
 ``create_app``; a route reaches it with :func:`service_of`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,12 +27,12 @@ class ServiceState:
     it). `health_timeout`: seconds GET /v1/health waits for the writer's ping. `front`: the
     POSTs' time in this process (timings.py; the writer keeps its own)."""
 
-    index: "Index"
-    writer: "GroupWriter | WriterProcess"
+    index: Index
+    writer: GroupWriter | WriterProcess
     max_batch: int
     write_timeout: float | None
     health_timeout: float
-    deadline: "Deadline | None"
+    deadline: Deadline | None
     started: float
     front: Timings = field(default_factory=Timings)
     #: GET /v1/health's memory between two checks (views/health.py): the writer's ping future

@@ -17,12 +17,13 @@ Stages (each in the process that runs it):
 * ``checkpoint``: a checkpoint round (it copies the WAL into the database file, off the
   requests' path, and fsyncs the text log when small adds' texts wait for it).
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["OVER_MS", "Histogram", "Timings"]
 
@@ -55,10 +56,12 @@ class Histogram:
 
     def as_dict(self) -> dict:
         with self._lock:
-            return {"count": self.count,
-                    "mean_ms": round(self.total_ms / self.count, 3) if self.count else None,
-                    "max_ms": round(self.max_ms, 3),
-                    "over_ms": {str(b): n for b, n in zip(OVER_MS, self.over)}}
+            return {
+                "count": self.count,
+                "mean_ms": round(self.total_ms / self.count, 3) if self.count else None,
+                "max_ms": round(self.max_ms, 3),
+                "over_ms": {str(b): n for b, n in zip(OVER_MS, self.over)},
+            }
 
 
 class Timings:

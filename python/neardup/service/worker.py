@@ -23,6 +23,7 @@ If it stops answering without dying (``kill -STOP``, hung), sending never blocks
 event loop (:class:`_Outbox`), ``ping`` tells GET /v1/health so, and the front's wait for an
 answer is bounded (writes.py, ``--write-timeout``: :class:`WriterTimeoutError`).
 """
+
 from __future__ import annotations
 
 import collections
@@ -38,9 +39,9 @@ import sys
 import threading
 import time
 from concurrent.futures import Future, InvalidStateError
-from typing import Any
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
+from typing import Any
 
 from neardup.errors import InternalError, NeardupError, WriterGoneError
 from neardup.service.config import DEFAULT_MAX_CHARS
@@ -66,8 +67,6 @@ STOPPING = "the writer process is being stopped (the server is shutting down)"
 UNSENT_MAX = 64 << 20
 
 
-
-
 class WriterProcess:
     """The front's handle on the writer process: ``submit`` (add, group-committed with the
     requests waiting beside it), ``dry_run`` and ``remove`` return futures, as
@@ -75,8 +74,13 @@ class WriterProcess:
     writer (threads, sync, background_fold, l0_max, l0_fold_at, merge_max); `max_chars`: the
     longest text an article may have (``neardup serve --max-chars``)."""
 
-    def __init__(self, directory: str, open_kw: dict | None = None, max_chars: int = DEFAULT_MAX_CHARS,
-                 unsent_max: int = UNSENT_MAX) -> None:
+    def __init__(
+        self,
+        directory: str,
+        open_kw: dict | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        unsent_max: int = UNSENT_MAX,
+    ) -> None:
         self.directory = directory
         self.open_kw = dict(open_kw or {})
         self.max_chars = max_chars
@@ -183,8 +187,9 @@ class WriterProcess:
                 # of its own; this request waits for it, the caller does not
                 self._queued.append((kind, payload, fut))
                 if self._restarting is None:
-                    self._restarting = threading.Thread(target=self._restart, name="neardup-writer-restart",
-                                                        daemon=True)
+                    self._restarting = threading.Thread(
+                        target=self._restart, name="neardup-writer-restart", daemon=True
+                    )
                     self._restarting.start()
             else:
                 self._send(kind, payload, fut)
@@ -241,8 +246,11 @@ class WriterProcess:
         again)."""
         mine, theirs = socket.socketpair()
         with mine, theirs:
-            proc = subprocess.Popen([sys.executable, "-m", "neardup.service.worker", str(theirs.fileno())],
-                                    pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "neardup.service.worker", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                stdin=subprocess.DEVNULL,
+            )
             front = Connection(mine.detach())
         try:
             front.send((self.directory, self.open_kw, self.max_chars))
@@ -252,7 +260,9 @@ class WriterProcess:
         except (EOFError, OSError):
             front.close()
             proc.wait(10)
-            raise WriterGoneError(f"the writer process exited while opening the index (exit code {proc.returncode})")
+            raise WriterGoneError(  # noqa: B904 - the EOF is how its exit shows; kept as the context
+                f"the writer process exited while opening the index (exit code {proc.returncode})"
+            )
         except BaseException:
             front.close()
             proc.kill()
@@ -269,8 +279,9 @@ class WriterProcess:
         waiting: dict[int, Future] = {}
         out = _Outbox(front, self.unsent_max)
         self._conn, self._proc, self._waiting, self._out = front, proc, waiting, out
-        threading.Thread(target=self._answers, args=(front, proc, waiting, out), name="neardup-writer-answers",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._answers, args=(front, proc, waiting, out), name="neardup-writer-answers", daemon=True
+        ).start()
 
     def _answers(self, conn, proc, waiting: dict[int, Future], out: _Outbox) -> None:
         """Hand each answer to its request's future; when the process has gone, fail the rest."""
@@ -293,9 +304,14 @@ class WriterProcess:
             left = list(waiting.values())
             waiting.clear()
         for fut in left:
-            _settle(fut, False, WriterGoneError(
-                f"the writer process exited (exit code {proc.returncode}) before answering; whether this "
-                "request's write went in is unknown (an add that did answers 409 when retried)"))
+            _settle(
+                fut,
+                False,
+                WriterGoneError(
+                    f"the writer process exited (exit code {proc.returncode}) before answering; whether this "
+                    "request's write went in is unknown (an add that did answers 409 when retried)"
+                ),
+            )
 
     def close(self) -> None:
         """Stop the writer process: it finishes the requests it has, then closes the index. A
@@ -387,14 +403,16 @@ class _Outbox:
         OSError that broke the socket, before anything of it is sent."""
         buf = ForkingPickler.dumps(obj)
         n = len(buf)
-        header = struct.pack("!i", n) if n <= 0x7fffffff else struct.pack("!iQ", -1, n)
+        header = struct.pack("!i", n) if n <= 0x7FFFFFFF else struct.pack("!iQ", -1, n)
         with self._lock:
             if self.broken is not None:
                 raise self.broken
             if self.unsent:
                 if self.unsent_bytes >= self.unsent_max and not force:
-                    raise _Full(f"the writer process is not reading its requests ({self.unsent_bytes:,} bytes of "
-                                "them wait to be sent): this request was not sent, nothing of it is written")
+                    raise _Full(
+                        f"the writer process is not reading its requests ({self.unsent_bytes:,} bytes of "
+                        "them wait to be sent): this request was not sent, nothing of it is written"
+                    )
                 self._queue([memoryview(header), memoryview(buf)])
                 return
             # (a small message in one piece, as Connection sends it; a large one without a copy)
@@ -491,8 +509,11 @@ def serve_writes(conn: Connection) -> None:
             exc = fut.exception()
             if exc is None:
                 res = fut.result()  # verdicts (a lazy sequence: built here, in this process) or a count
-                msg: tuple[int, bool, Any] = (rid, True, res if isinstance(res, (int, dict))
-                                              else [v.as_dict() for v in res])
+                msg: tuple[int, bool, Any] = (
+                    rid,
+                    True,
+                    res if isinstance(res, (int, dict)) else [v.as_dict() for v in res],
+                )
             else:
                 msg = (rid, False, portable(exc))
         except BaseException as exc:  # noqa: BLE001

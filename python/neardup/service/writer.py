@@ -11,6 +11,7 @@ WAL checkpoints run in a thread of their own (`Checkpointer`), not inside a requ
 SQLite's automatic checkpoint copies ~1,000 pages into the database file and fsyncs it in the
 commit that crosses the limit, a 50-150 ms stall for that request and the ones queued behind it.
 """
+
 from __future__ import annotations
 
 import gc
@@ -20,11 +21,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from neardup.index import Index
-from neardup.index import store
-from neardup.errors import DuplicateIdError, ScrubIncompleteError
+from neardup.errors import DuplicateIdError, RecordError, ScrubIncompleteError
+from neardup.index import Index, store
 from neardup.index.errors import PartsShareAStory
-from neardup.errors import RecordError
 from neardup.io.records import Fields
 from neardup.service.config import DEFAULT_MAX_CHARS
 from neardup.service.timings import Timings
@@ -41,8 +40,14 @@ WAL_RESTART_BYTES = 16 << 20
 
 
 class GroupWriter:
-    def __init__(self, index: Index, fields: Fields, max_docs: int = 5000, max_chars: int = DEFAULT_MAX_CHARS,
-                 wal_restart_bytes: int = WAL_RESTART_BYTES) -> None:
+    def __init__(
+        self,
+        index: Index,
+        fields: Fields,
+        max_docs: int = 5000,
+        max_chars: int = DEFAULT_MAX_CHARS,
+        wal_restart_bytes: int = WAL_RESTART_BYTES,
+    ) -> None:
         self.index = index
         #: past this WAL size a checkpoint round catches up under the writer's lock (Checkpointer)
         self.wal_restart_bytes = wal_restart_bytes
@@ -229,7 +234,9 @@ class GroupWriter:
                 continue
             present = [k for k in keys if k in existing or k in seen]
             if present:
-                fut.set_exception(DuplicateIdError(f"{len(present)} id(s) already in the index: {present[:5]}", present))
+                fut.set_exception(
+                    DuplicateIdError(f"{len(present)} id(s) already in the index: {present[:5]}", present)
+                )
                 continue
             seen.update(keys)
             ok.append((docs, extras, fut))
@@ -362,7 +369,6 @@ class Acks:
             t.join(10)
 
 
-
 #: seconds between checkpoint rounds. A round ends with an fsync of the database file, and a
 #: commit whose WAL fsync meets it waits for it (3-8 ms instead of 0.7): those commits made most
 #: of the p99 at 200 POSTs/s. Smaller rounds more often meet more commits but hold each for less.
@@ -393,8 +399,13 @@ class Checkpointer:
     commit starts the WAL from its beginning (the file keeps its size: later commits overwrite
     it, no new blocks)."""
 
-    def __init__(self, index: Index, every: float = CHECKPOINT_EVERY, wal_max: int | None = WAL_RESTART_BYTES,
-                 timings: Timings | None = None) -> None:
+    def __init__(
+        self,
+        index: Index,
+        every: float = CHECKPOINT_EVERY,
+        wal_max: int | None = WAL_RESTART_BYTES,
+        timings: Timings | None = None,
+    ) -> None:
         self.index = index
         self.timings = timings if timings is not None else Timings()
         self.path = os.path.join(index.directory, store.DB_NAME)

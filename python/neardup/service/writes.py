@@ -1,6 +1,7 @@
 """Waiting for the writer: a request's wait for its answer, bounded by the write timeout
 (:class:`Deadline`, ``neardup serve --write-timeout``) and cut off by a shutdown; a removal's
 answer (:func:`removed`)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -18,16 +19,20 @@ __all__ = ["CUT_OFF", "Deadline", "LATE", "removed", "written"]
 
 
 #: what a request still waiting for the writer when the server's graceful shutdown ends is told
-CUT_OFF = ("the server is shutting down and this request was still waiting for the writer: whether its write "
-           "went in is unknown (an add that did answers 409 when retried)")
+CUT_OFF = (
+    "the server is shutting down and this request was still waiting for the writer: whether its write "
+    "went in is unknown (an add that did answers 409 when retried)"
+)
 
 
 #: what a write the writer did not answer in time is told, by kind (the 503 writer_timeout)
-LATE = {"add": "whether this request's add went in is unknown (the writer may still do it, all or nothing; "
-               "an add that went in answers 409 when retried)",
-        "dry_run": "a dry run writes nothing: retry it later",
-        "remove": "whether the removal went in is unknown (the writer may still do it; a removal that went in "
-                  "answers 404 when retried)"}
+LATE = {
+    "add": "whether this request's add went in is unknown (the writer may still do it, all or nothing; "
+    "an add that went in answers 409 when retried)",
+    "dry_run": "a dry run writes nothing: retry it later",
+    "remove": "whether the removal went in is unknown (the writer may still do it; a removal that went in "
+    "answers 404 when retried)",
+}
 
 
 async def removed(fut, deadline: Deadline | None, not_found: str = ""):
@@ -101,8 +106,9 @@ class Deadline:
             task = asyncio.current_task()
             if af in self.waiting or (task is not None and task.cancelling()):
                 raise  # the task's own cancellation (a shutdown's cut-off): written()'s
-            raise WriterTimeoutError(f"the writer did not answer within {self.timeout:g} s (neardup serve "
-                                     f"--write-timeout): {LATE[what]}") from None
+            raise WriterTimeoutError(
+                f"the writer did not answer within {self.timeout:g} s (neardup serve --write-timeout): {LATE[what]}"
+            ) from None
         finally:
             self.waiting.pop(af, None)
 

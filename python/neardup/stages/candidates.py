@@ -3,16 +3,16 @@
 Both are batch self-joins whose pairs ``(i, j)`` have ``i < j`` in input order, which is what
 "each document is queried against earlier ones only, then inserted" gives.
 """
+
 from __future__ import annotations
 
 import os
 
 import numpy as np
 
-from neardup import _core
+from neardup import _core, _sets
 from neardup.settings import choose_bands
 from neardup.stages.spill import private_dir, spill_error
-from neardup import _sets
 
 __all__ = ["choose_bands", "curve_table", "lsh_pairs", "pairs_from_keys", "hamming_pairs", "min_sort_bytes"]
 
@@ -23,9 +23,16 @@ def curve_table(b: int, r: int, points=(0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.9
     return [{"similarity": s, "p_candidate": float(lsh.candidate_probability(s, b, r))} for s in points]
 
 
-def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, tmp_dir: str | None = None,
-              info: dict | None = None, large_bucket: int | None = None,
-              large: list[np.ndarray] | None = None) -> np.ndarray:
+def lsh_pairs(
+    sigs: np.ndarray,
+    b: int,
+    r: int,
+    sort_budget: int | None = None,
+    tmp_dir: str | None = None,
+    info: dict | None = None,
+    large_bucket: int | None = None,
+    large: list[np.ndarray] | None = None,
+) -> np.ndarray:
     """Pairs (i < j) of rows of `sigs` sharing at least one of `b` bands of `r` rows."""
     from neardup import lsh
 
@@ -48,9 +55,15 @@ def lsh_pairs(sigs: np.ndarray, b: int, r: int, sort_budget: int | None = None, 
 SIG_CHUNK_ROWS = 8192
 
 
-def pairs_from_keys(keys: np.ndarray, sort_budget: int | None = None, tmp_dir: str | None = None,
-                    info: dict | None = None, external: bool = False, large_bucket: int | None = None,
-                    large: list[np.ndarray] | None = None) -> np.ndarray:
+def pairs_from_keys(
+    keys: np.ndarray,
+    sort_budget: int | None = None,
+    tmp_dir: str | None = None,
+    info: dict | None = None,
+    external: bool = False,
+    large_bucket: int | None = None,
+    large: list[np.ndarray] | None = None,
+) -> np.ndarray:
     """Pairs (i < j) of rows of an (n, b) band-key matrix (in memory or memory-mapped) that
     share a key in at least one band, sorted, each once.
 
@@ -100,6 +113,8 @@ def _distinct(buckets: list[np.ndarray]) -> list[np.ndarray]:
 MAX_PARTS = 256
 #: Fewest rows the external sort reads at a time (fewer only makes more reads of the file).
 MIN_CHUNK = 256
+
+
 #: Bytes per row of a chunk in flight: the rows, their column, row numbers, partition ids
 #: and order.
 def _chunk_row_bytes(b: int) -> int:
@@ -111,8 +126,14 @@ def min_sort_bytes(n: int, b: int) -> int:
     return min(n, MIN_CHUNK) * _chunk_row_bytes(b) + 48 * (n // MAX_PARTS + 1)
 
 
-def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, info: dict,
-                    large_bucket: int | None = None, large: list | None = None) -> np.ndarray:
+def _external_pairs(
+    keys: np.ndarray,
+    sort_budget: int,
+    tmp_dir: str | None,
+    info: dict,
+    large_bucket: int | None = None,
+    large: list | None = None,
+) -> np.ndarray:
     n, b = keys.shape
     rows_per_part = max(1024, sort_budget // 16)
     parts = 2
@@ -148,8 +169,9 @@ def _external_pairs(keys: np.ndarray, sort_budget: int, tmp_dir: str | None, inf
                 for f in kf + rf:
                     f.close()
             except OSError as exc:
-                raise spill_error(exc, tmp_dir, f"the band sort's partition files (band {band + 1} of {b})",
-                                  0, written) from exc
+                raise spill_error(
+                    exc, tmp_dir, f"the band sort's partition files (band {band + 1} of {b})", 0, written
+                ) from exc
             finally:
                 for f in kf + rf:
                     try:

@@ -1,4 +1,5 @@
 """Handing batches from a reader thread to the thread that signs them."""
+
 from __future__ import annotations
 
 import queue

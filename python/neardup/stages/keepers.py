@@ -4,6 +4,7 @@ Default order, all vectorised: earliest time (documents without a time come last
 sources listed in ``prefer_source`` in that order (the original agency first; unlisted sources
 after them), then the smallest id (string order).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

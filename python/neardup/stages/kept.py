@@ -5,6 +5,7 @@ The alternates are looked up from the clusters' order (:class:`Alternates`) a bl
 at a time: no dictionary of a million keepers' id lists is built (at 10M articles that was
 about 300 MB of Python objects, more than any other stage of a run under ``--memory-limit``).
 """
+
 from __future__ import annotations
 
 import json
@@ -93,8 +94,9 @@ def write_outputs(outdir, sources, docs, kept_mask, alternates: Alternates, rows
         if opts.output_format == "parquet":
             # (with no kept record the file still has the inputs' columns: empty_kept_schema)
             empty = None if kept_mask.any() else _empty_schema(sources, opts.fields)
-            _write_kept_parquet(path, sources, docs, kept_mask, alternates, bar, opts.fields.id, empty,
-                                opts.steps.parquet_block)
+            _write_kept_parquet(
+                path, sources, docs, kept_mask, alternates, bar, opts.fields.id, empty, opts.steps.parquet_block
+            )
         else:
             with atomic_open(path, "wb") as f:
                 if all(isinstance(s, JsonlSource) for s in sources):
@@ -218,8 +220,10 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
             if not idx:
                 continue
             lo, hi = np.searchsorted(recs, [start, start + len(lines)])
-            alt = {int(recs[d - first]): dumps(a).encode("utf-8")
-                   for d, a in alternates.in_range(first + int(lo), first + int(hi)).items()}
+            alt = {
+                int(recs[d - first]): dumps(a).encode("utf-8")
+                for d, a in alternates.in_range(first + int(lo), first + int(hi)).items()
+            }
             out = [_with_alternates(lines[i], alt.get(start + i, empty)) for i in idx]
             out.append(b"")
             f.write(b"\n".join(out))
@@ -227,8 +231,17 @@ def _write_kept_jsonl_blocks(f, sources, docs, kept_mask, alternates: Alternates
                 bar.update(len(idx))
 
 
-def _write_kept_parquet(path, sources, docs, kept_mask, alternates: Alternates, bar, id_field: str | None = None,
-                        empty=None, block: int | None = None) -> None:
+def _write_kept_parquet(
+    path,
+    sources,
+    docs,
+    kept_mask,
+    alternates: Alternates,
+    bar,
+    id_field: str | None = None,
+    empty=None,
+    block: int | None = None,
+) -> None:
     """The kept records as Parquet: a column per field of any record (types that disagree
     between records become strings), plus ``alternates`` — parquet_out.write_kept, which the
     Spark engine calls too. `empty`: the schema when no record is kept."""

@@ -19,8 +19,13 @@ __all__ = ["BatchSteps", "DedupOptions", "parse_size", "LARGE_BUCKET", "ON_ERROR
 ON_ERROR = ("stop", "skip")
 FORMATS = ("jsonl", "parquet")
 #: ``neardup.dedup``'s keyword arguments for the input fields -> :class:`Fields`' attributes
-FIELD_KWARGS = {"id_field": "id", "text_field": "text", "title_field": "title", "time_field": "time",
-                "source_field": "source"}
+FIELD_KWARGS = {
+    "id_field": "id",
+    "text_field": "text",
+    "title_field": "title",
+    "time_field": "time",
+    "source_field": "source",
+}
 #: Default of ``large_bucket``: buckets above this many documents are not listed pair by pair.
 LARGE_BUCKET = 100
 
@@ -142,8 +147,22 @@ class DedupOptions:
 
         s = self.settings.as_dict()
         d: dict[str, Any] = {"fields": asdict(self.fields)}
-        for name in ("method", "k", "unit", "num_perm", "scheme", "seed", "threshold", "recall", "bands", "rows",
-                     "max_distance", "verify", "measure", "prefer_source"):
+        for name in (
+            "method",
+            "k",
+            "unit",
+            "num_perm",
+            "scheme",
+            "seed",
+            "threshold",
+            "recall",
+            "bands",
+            "rows",
+            "max_distance",
+            "verify",
+            "measure",
+            "prefer_source",
+        ):
             d[name] = s[name]
         d["on_error"] = self.on_error
         d["max_chars"] = s["max_chars"]
@@ -152,8 +171,22 @@ class DedupOptions:
         return d
 
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+}
 
 
 def parse_size(text: str | int | None) -> int | None:

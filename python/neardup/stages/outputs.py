@@ -1,6 +1,7 @@
 """The outputs contract of a batch run, shared by the local and Spark engines: the result
 type, the output directory as a path, the files a run writes, refusing to overwrite an input,
 and the stale files of an earlier run that may be removed."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,15 @@ from typing import Any
 from neardup.errors import InputTypeError, InvalidParameterError, OutputError
 from neardup.stages.report import summary_text
 
-__all__ = ["DedupResult", "KEPT_NAMES", "check_tmp_dir", "out_path", "output_names", "refuse_input_outputs",
-           "stale_outputs"]
+__all__ = [
+    "DedupResult",
+    "KEPT_NAMES",
+    "check_tmp_dir",
+    "out_path",
+    "output_names",
+    "refuse_input_outputs",
+    "stale_outputs",
+]
 
 
 @dataclass
@@ -66,8 +74,10 @@ def stale_outputs(out: str, output_format: str, sources: list[Any], dirs: bool =
         given = [p for s in sources for p in (getattr(s, "path", None), getattr(s, "name", None))]
         if is_dir:
             real = os.path.realpath(path)
-            if any(isinstance(p, str) and p != "-" and (os.path.realpath(p) + os.sep).startswith(real + os.sep)
-                   for p in given):
+            if any(
+                isinstance(p, str) and p != "-" and (os.path.realpath(p) + os.sep).startswith(real + os.sep)
+                for p in given
+            ):
                 continue  # holds an input of this run: never removed
         elif any(_same_file(p, path) for p in given):
             continue  # this run's input: never removed
@@ -84,8 +94,12 @@ def _same_file(a: object, b: str) -> bool:
 
 #: The files a run writes in its output directory, by --format (kept.jsonl or kept.parquet).
 def output_names(output_format: str) -> list[str]:
-    return ["clusters.jsonl", "pairs.jsonl", "kept.parquet" if output_format == "parquet" else "kept.jsonl",
-            "report.json"]
+    return [
+        "clusters.jsonl",
+        "pairs.jsonl",
+        "kept.parquet" if output_format == "parquet" else "kept.jsonl",
+        "report.json",
+    ]
 
 
 def refuse_input_outputs(sources: list[Any], out: str, output_format: str) -> None:
@@ -103,8 +117,10 @@ def refuse_input_outputs(sources: list[Any], out: str, output_format: str) -> No
                 continue
             for t in targets:
                 if _same_file(path, t):
-                    raise OutputError(f"{t}: this output would overwrite the input {path} "
-                                      f"(the same file): give another output directory (-o)")
+                    raise OutputError(
+                        f"{t}: this output would overwrite the input {path} "
+                        f"(the same file): give another output directory (-o)"
+                    )
 
 
 def check_tmp_dir(tmp_dir: str | None) -> None:
@@ -120,8 +136,9 @@ def check_tmp_dir(tmp_dir: str | None) -> None:
     try:
         make_dir("neardup-check-", tmp_dir, made.append)
     except OSError as exc:
-        raise InvalidParameterError(f"tmp_dir {tmp_dir!r} (--tmp-dir): cannot create a spill directory there: "
-                                    f"{exc.strerror or exc}") from None
+        raise InvalidParameterError(
+            f"tmp_dir {tmp_dir!r} (--tmp-dir): cannot create a spill directory there: {exc.strerror or exc}"
+        ) from None
     finally:
         for path in made:
             try:
@@ -139,5 +156,6 @@ def out_path(out: Any, what: str = "out") -> str | None:
     try:
         return os.fsdecode(out)
     except TypeError:
-        raise InputTypeError(f"{what}: expected a directory path (str, bytes or os.PathLike) or None, "
-                             f"got {type(out).__name__}") from None
+        raise InputTypeError(
+            f"{what}: expected a directory path (str, bytes or os.PathLike) or None, got {type(out).__name__}"
+        ) from None

@@ -27,6 +27,7 @@ as its JSON text (3.0 -> "3.0") while one written before the column became a str
 Arrow (3.0 -> "3"), so the blocks must be the same records in both engines — one writer over
 the kept records in input order, not a writer per Spark partition.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,16 @@ import pyarrow.parquet as pq
 from neardup.io.writers import json_default
 from neardup.stages.options import BatchSteps
 
-__all__ = ["BLOCK", "ParquetRecords", "block_bytes", "warm_up", "empty_kept_schema", "table_of", "write_kept", "written_type"]
+__all__ = [
+    "BLOCK",
+    "ParquetRecords",
+    "block_bytes",
+    "warm_up",
+    "empty_kept_schema",
+    "table_of",
+    "write_kept",
+    "written_type",
+]
 
 #: Records per block handed to :class:`ParquetRecords` by :func:`write_kept` (by default).
 BLOCK = BatchSteps().parquet_block
@@ -103,8 +113,7 @@ def _column(values: list) -> pa.Array:
         arr = None
     if arr is None or not _writable(arr.type) or _bool_as_number(values, arr.type):
         if all(v is None or isinstance(v, list) for v in values):  # lists stay lists, of text
-            return pa.array([None if v is None else [_json_text(x) for x in v] for v in values],
-                            pa.list_(pa.string()))
+            return pa.array([None if v is None else [_json_text(x) for x in v] for v in values], pa.list_(pa.string()))
         return pa.array([_json_text(v) for v in values], pa.string())
     return arr
 
@@ -124,8 +133,11 @@ def _merge_type(a: pa.DataType, b: pa.DataType) -> pa.DataType:
     if pa.types.is_list(a) and pa.types.is_list(b):  # element by element: [1] and ["x"] -> [string]
         return pa.list_(_merge_type(a.value_type, b.value_type))
     try:
-        return pa.unify_schemas([pa.schema([("v", a)]), pa.schema([("v", b)])],
-                                promote_options="permissive").field("v").type
+        return (
+            pa.unify_schemas([pa.schema([("v", a)]), pa.schema([("v", b)])], promote_options="permissive")
+            .field("v")
+            .type
+        )
     except (pa.ArrowInvalid, pa.ArrowTypeError, NotImplementedError):
         return pa.string()
 
@@ -151,8 +163,9 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
                 if f.type == pa.string():  # lists and objects: their JSON text
                     col = pa.array([_json_text(v) for v in col.to_pylist()], f.type)
                 elif f.type == pa.list_(pa.string()):  # lists of values: each value's text
-                    col = _column([None if v is None else [x if x is None else _json_text(x) for x in v]
-                                   for v in col.to_pylist()]).cast(f.type)
+                    col = _column(
+                        [None if v is None else [x if x is None else _json_text(x) for x in v] for v in col.to_pylist()]
+                    ).cast(f.type)
                 else:  # a widening cast Arrow calls unsafe: an int64 past 2**53 to double, rounded
                     col = col.cast(f.type, safe=False)
         cols.append(col)
@@ -167,7 +180,7 @@ class ParquetRecords:
         self.path = path
         self.fix = fix  # applied to each block's table before its schema is compared (write_kept)
         self.empty = empty  # the file's schema when no record comes (empty_kept_schema), or a
-                            # function that makes it (asked only then)
+        # function that makes it (asked only then)
         self.parts: list[tuple[str, pa.Schema]] = []
         self.schema: pa.Schema | None = None
         self._writer: pq.ParquetWriter | None = None
@@ -241,6 +254,7 @@ def _typed_alternates(id_field: str | None):
     any (Arrow types a column of empty lists list<null>): list<int64> for integer ids, else
     list<string>, so that a run without duplicates (a quiet day) writes the same schema as the
     others."""
+
     def fix(table: pa.Table) -> pa.Table:
         if "alternates" not in table.column_names:
             return table
@@ -251,6 +265,7 @@ def _typed_alternates(id_field: str | None):
         ids = table.schema.field(id_field).type if id_field in table.column_names else None
         elem = pa.int64() if ids is not None and pa.types.is_integer(ids) else pa.string()
         return table.set_column(i, "alternates", table.column(i).cast(pa.list_(elem)))
+
     return fix
 
 

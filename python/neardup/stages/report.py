@@ -1,4 +1,5 @@
 """Stage timing and memory, the run report (report.json) and the terminal summary."""
+
 from __future__ import annotations
 
 import resource

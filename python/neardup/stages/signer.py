@@ -3,6 +3,7 @@
 One definition, used by the batch job (``engines.local.run``), the persistent index and the Spark
 kernels, so that they all sign and group texts the same way.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 
 Shared by every stage that can go to disk (the band sort of the candidate stage, the local
 engine's row store)."""
+
 from __future__ import annotations
 
 import errno
@@ -23,10 +24,16 @@ def spill_error(exc: OSError, tmp_dir: str | None, what: str, nbytes: int, done:
     full disk there (ENOSPC, EDQUOT) is the usual cause, and the fix is room or another --tmp-dir."""
     where = tmp_dir if tmp_dir is not None else tempfile.gettempdir()
     sizes = ([f"writing {_mb(nbytes)}"] if nbytes else []) + ([f"{_mb(done)} written before"] if done else [])
-    hint = ("free space there or give another --tmp-dir"
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "give another --tmp-dir")
-    return OutputError(f"spill directory {where} (--tmp-dir): cannot write {what}"
-                       + (f" ({', '.join(sizes)})" if sizes else "") + f": {exc.strerror or exc}: {hint}")
+    hint = (
+        "free space there or give another --tmp-dir"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        else "give another --tmp-dir"
+    )
+    return OutputError(
+        f"spill directory {where} (--tmp-dir): cannot write {what}"
+        + (f" ({', '.join(sizes)})" if sizes else "")
+        + f": {exc.strerror or exc}: {hint}"
+    )
 
 
 def _mb(n: int) -> str:

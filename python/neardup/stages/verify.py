@@ -1,4 +1,5 @@
 """Verification of candidate pairs and exact set kernels (Rust: ``neardup._core._allpairs_*``)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,16 +1,17 @@
 """The dedup pipeline: stages as small modules (options, candidates, verify, keepers, report,
 run) that the batch job, a persistent index and a Spark runner can reuse."""
+
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from typing import Any
 
+from neardup.engines.local.run import run
 from neardup.io.records import Fields
 from neardup.settings import DEFAULT_MAX_CHARS, DEFAULT_SCHEME, Settings
 from neardup.stages.options import LARGE_BUCKET, BatchSteps, DedupOptions
 from neardup.stages.outputs import DedupResult
-from neardup.engines.local.run import run
 
 __all__ = ["dedup", "DedupOptions", "DedupResult"]
 
@@ -68,17 +69,36 @@ def dedup(
     :class:`neardup.InvalidParameterError`.
     """
     settings = Settings(
-        method=method, k=k, unit=unit, num_perm=num_perm, scheme=scheme, seed=seed, threshold=threshold,
-        recall=recall, bands=bands, rows=rows, max_distance=max_distance, verify=verify, measure=measure,
+        method=method,
+        k=k,
+        unit=unit,
+        num_perm=num_perm,
+        scheme=scheme,
+        seed=seed,
+        threshold=threshold,
+        recall=recall,
+        bands=bands,
+        rows=rows,
+        max_distance=max_distance,
+        verify=verify,
+        measure=measure,
         prefer_source=prefer_source,  # type: ignore[arg-type]  # Settings normalises it (source_names)
         max_chars=max_chars,
     )
     opts = DedupOptions(
         settings=settings,
-        fields=Fields(id=id_field, text=text_field, title=title_field, time=time_field or None,
-                      source=source_field or None),
-        on_error=on_error, output_format=output_format, batch_size=batch_size, threads=threads,
-        progress=progress, memory_limit=memory_limit, tmp_dir=tmp_dir, collect=collect,
-        large_bucket=large_bucket, steps=steps or BatchSteps(),
+        fields=Fields(
+            id=id_field, text=text_field, title=title_field, time=time_field or None, source=source_field or None
+        ),
+        on_error=on_error,
+        output_format=output_format,
+        batch_size=batch_size,
+        threads=threads,
+        progress=progress,
+        memory_limit=memory_limit,
+        tmp_dir=tmp_dir,
+        collect=collect,
+        large_bucket=large_bucket,
+        steps=steps or BatchSteps(),
     )
     return run(inputs, out, opts)

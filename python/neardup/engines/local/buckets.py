@@ -17,19 +17,19 @@ The shingle sets of a large bucket's documents are held while it is verified (re
 in input order); under ``--memory-limit`` the buckets are taken in groups whose sets fit, and a
 single bucket whose sets do not fit stops the run with the size it needs.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from neardup import _core
-from neardup.io.readers import read_buffer_bytes
+from neardup import _core, _sets
 from neardup.engines.local.memory import CLUSTER_BYTES_PER_DOC, MemoryBudget
 from neardup.engines.local.reread import read_sets, set_bytes_estimate
-from neardup.stages.verify import HashSets
-from neardup import _sets
 from neardup.graph import connected_components
+from neardup.io.readers import read_buffer_bytes
+from neardup.stages.verify import HashSets
 
 __all__ = ["LargeBuckets", "spanning_pairs"]
 
@@ -49,13 +49,32 @@ class LargeBuckets:
         return np.diff(self.offsets)
 
 
-def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, signer, fields, limits, opts,
-                   mem: MemoryBudget, ntok: np.ndarray | None = None, sigs_of=None) -> tuple[np.ndarray, np.ndarray, dict]:
+def spanning_pairs(
+    lb: LargeBuckets,
+    near: np.ndarray,
+    n: int,
+    sources,
+    docs,
+    signer,
+    fields,
+    limits,
+    opts,
+    mem: MemoryBudget,
+    ntok: np.ndarray | None = None,
+    sigs_of=None,
+) -> tuple[np.ndarray, np.ndarray, dict]:
     """Spanning edges (document pairs a < b) and their similarities for the large buckets,
     given the verified `near` pairs of the rest; with ``opts.settings.verify == "estimate"``,
     `sigs_of(docs)` gives the signature rows of documents instead of re-reading them."""
-    info = {"buckets": len(lb), "documents": 0, "largest": int(lb.sizes().max()) if len(lb) else 0,
-            "checks": 0, "spanning_edges": 0, "groups": 0, "documents_read": 0}
+    info = {
+        "buckets": len(lb),
+        "documents": 0,
+        "largest": int(lb.sizes().max()) if len(lb) else 0,
+        "checks": 0,
+        "spanning_edges": 0,
+        "groups": 0,
+        "documents_read": 0,
+    }
     if len(lb) == 0:
         return np.zeros((0, 2), np.int64), np.zeros(0), info
     found_e: list[np.ndarray] = []
@@ -76,15 +95,26 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
         del labels
         if sigs_of is not None:
             edges, sims, checks = _core._bucket_spanning_estimate(
-                offs.astype(np.int64), local, seed, np.ascontiguousarray(sigs_of(local_docs), np.uint32),
-                float(opts.settings.threshold))
+                offs.astype(np.int64),
+                local,
+                seed,
+                np.ascontiguousarray(sigs_of(local_docs), np.uint32),
+                float(opts.settings.threshold),
+            )
         else:
             sets, read = read_sets(sources, docs, local_docs, signer, fields, limits, opts)
             info["documents_read"] += read
             hs = HashSets(sets)
             del sets
-            edges, sims, checks = _core._bucket_spanning_exact(offs.astype(np.int64), local, seed, hs.data,
-                                                               hs.offsets, opts.settings.measure, float(opts.settings.threshold))
+            edges, sims, checks = _core._bucket_spanning_exact(
+                offs.astype(np.int64),
+                local,
+                seed,
+                hs.data,
+                hs.offsets,
+                opts.settings.measure,
+                float(opts.settings.threshold),
+            )
             del hs
         info["checks"] += int(checks)
         if len(edges):
@@ -96,8 +126,9 @@ def spanning_pairs(lb: LargeBuckets, near: np.ndarray, n: int, sources, docs, si
     return pairs, sims, info
 
 
-def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, n: int,
-            read_bytes: int = 0) -> list[list[int]]:
+def _groups(
+    lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, n: int, read_bytes: int = 0
+) -> list[list[int]]:
     """Consecutive runs of buckets whose documents' sets (held twice while they are joined into
     one array) fit in what the memory limit leaves, besides `read_bytes` that the input's
     reader holds while it re-reads them; one group when there is no limit."""
@@ -107,8 +138,12 @@ def _groups(lb: LargeBuckets, ntok: np.ndarray | None, opts, mem: MemoryBudget, 
     per_doc = 2 * set_bytes_estimate(ntok, opts.settings.k) + 16  # the sets, and the local tables
     need = [int(per_doc[lb.members[lb.offsets[i] : lb.offsets[i + 1]]].sum()) for i in range(k)]
     # reserved: the clusters stage, and the components recomputed before each group (16 a document)
-    share = mem.share("large buckets", (CLUSTER_BYTES_PER_DOC + 16) * n, max(need) + read_bytes,
-                      "the shingle sets of its largest bucket and the input's read buffer")
+    share = mem.share(
+        "large buckets",
+        (CLUSTER_BYTES_PER_DOC + 16) * n,
+        max(need) + read_bytes,
+        "the shingle sets of its largest bucket and the input's read buffer",
+    )
     assert share is not None  # (mem.limited)
     free = share - read_bytes
     groups: list[list[int]] = [[]]

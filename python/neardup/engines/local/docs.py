@@ -5,6 +5,7 @@ ids live in the core's :class:`~neardup._core.IdTable` (one byte buffer, exact d
 and the rest in typed arrays: time (8 bytes), source code (4), input number (4), record number
 (8), an int-id flag (1) and the token count from the exact pass (4).
 """
+
 from __future__ import annotations
 
 from array import array
@@ -97,5 +98,11 @@ class DocTable:
         return np.frombuffer(self.recno, dtype=np.int64) if len(self.recno) else np.zeros(0, np.int64)
 
     def nbytes(self) -> int:
-        return (self.ids.heap_bytes() + len(self.int_id) + 8 * len(self.times) + 4 * len(self.source)
-                + 4 * len(self.src) + 8 * len(self.recno))
+        return (
+            self.ids.heap_bytes()
+            + len(self.int_id)
+            + 8 * len(self.times)
+            + 4 * len(self.source)
+            + 4 * len(self.src)
+            + 8 * len(self.recno)
+        )

@@ -21,6 +21,7 @@ signatures or fingerprints: to a file, ``engines.local.store``), the band sort (
 ``engines.local.reread``). When even the minimum is more than the limit, the run stops early with
 :class:`MemoryLimitError`, which says how much this input needs.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -32,6 +33,7 @@ __all__ = ["MemoryBudget", "current_rss", "release_freed", "deep_size"]
 #: The clusters stage holds a few per-document arrays at once (labels, ranks, keeper of each
 #: document; int64): reserved from the start so that the first pass leaves room for them.
 CLUSTER_BYTES_PER_DOC = 32
+
 
 def deep_size(obj: object) -> int:
     """Bytes of a result row as Python objects (dicts, lists, strs, ints, floats), each object
@@ -45,7 +47,6 @@ def deep_size(obj: object) -> int:
     if isinstance(obj, (list, tuple)):
         return sys.getsizeof(obj) + sum(deep_size(v) for v in obj)
     return sys.getsizeof(obj)
-
 
 
 def mib(x: float) -> str:
@@ -119,19 +120,30 @@ class MemoryBudget:
             release_freed()
             res = self.resident()
             free = self.limit - res - reserve
-        self.checks.append({"stage": stage, "resident_bytes": res, "reserved_bytes": reserve, "needed_bytes": need,
-                            "share_bytes": free})
+        self.checks.append(
+            {
+                "stage": stage,
+                "resident_bytes": res,
+                "reserved_bytes": reserve,
+                "needed_bytes": need,
+                "share_bytes": free,
+            }
+        )
         self.minimum = max(self.minimum, res - self.spillable() + reserve + need)
         if free < need:
-            self.fail(res + reserve + need, f"the {stage} stage needs {mib(need)} for {what} on top of "
-                      f"{mib(res)} resident and {mib(reserve)} reserved for later stages")
+            self.fail(
+                res + reserve + need,
+                f"the {stage} stage needs {mib(need)} for {what} on top of "
+                f"{mib(res)} resident and {mib(reserve)} reserved for later stages",
+            )
         return free
 
     def fail(self, minimum: int, why: str) -> None:
         assert self.limit is not None  # (called only under a limit)
         raise MemoryLimitError(
             f"--memory-limit {mib(self.limit)} is too small for this input: {why}; it needs at least "
-            f"about {mib(minimum)} (the interpreter and imports take {mib(self.base)} of that)")
+            f"about {mib(minimum)} (the interpreter and imports take {mib(self.base)} of that)"
+        )
 
 
 #: The first pass projects to the end of the input only after this share of it (earlier,
@@ -216,10 +228,18 @@ class FirstPassGuard:
     the least the later stages need besides their per-document arrays (the smallest band sort
     and a batch of re-read records), for the input `scale` times what has been read."""
 
-    def __init__(self, budget: MemoryBudget, tables: Callable[[], int], exact_map: Callable[[], int],
-                 total_bytes: int | None, later: Callable[[float], float] = lambda s: 0,
-                 count: Callable[[], int] | None = None, work: Callable[[int], int] = lambda n: 0,
-                 tables_at: Callable[[float], tuple[int, int]] | None = None, lead_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        budget: MemoryBudget,
+        tables: Callable[[], int],
+        exact_map: Callable[[], int],
+        total_bytes: int | None,
+        later: Callable[[float], float] = lambda s: 0,
+        count: Callable[[], int] | None = None,
+        work: Callable[[int], int] = lambda n: 0,
+        tables_at: Callable[[float], tuple[int, int]] | None = None,
+        lead_bytes: int = 0,
+    ) -> None:
         """`count()`: documents in the tables now (the reader adds them ahead of the batches
         being processed, whose position in the input `update` is told). `work(n)`: bytes the
         batches in flight need besides their texts, for batches of `n` documents (their lists
@@ -257,8 +277,9 @@ class FirstPassGuard:
             # average (on 200k articles in 62 MB, the first projection's documents were 162k
             # with the whole block counted as read)
             self.bytes_done = bytes_done
-            done = bytes_done if bytes_done >= self.total_bytes else max(bytes_done - self.lead_bytes / 2,
-                                                                         bytes_done / 2)
+            done = (
+                bytes_done if bytes_done >= self.total_bytes else max(bytes_done - self.lead_bytes / 2, bytes_done / 2)
+            )
             self.fraction = min(1.0, done / self.total_bytes)
 
     def _scale(self) -> float:
@@ -323,8 +344,11 @@ class FirstPassGuard:
         """Raise :class:`MemoryLimitError` when the limit cannot be met with the rows spilled."""
         if not self.budget.limited:
             return
-        if self.fraction is not None and self.fraction < 1.0 and (
-                self.fraction < PROJECT_AFTER or self.bytes_done < SURE_AFTER_BLOCKS * self.lead_bytes):
+        if (
+            self.fraction is not None
+            and self.fraction < 1.0
+            and (self.fraction < PROJECT_AFTER or self.bytes_done < SURE_AFTER_BLOCKS * self.lead_bytes)
+        ):
             # not yet: the figure is a projection to the end of the input, which the first
             # batches do not give well (the reader's position is known to a block); a refusal
             # now would say how much the part read needs, or a figure off by the block
@@ -334,8 +358,9 @@ class FirstPassGuard:
         limit = self.budget.limit
         assert limit is not None  # (self.budget.limited)
         now = self.budget.resident()
-        if now + self.work(self.batch_docs) + BATCHES_IN_FLIGHT * self.batch_bytes > limit \
-                and now > self._trimmed + max(self.batch_bytes, 8 << 20):
+        if now + self.work(
+            self.batch_docs
+        ) + BATCHES_IN_FLIGHT * self.batch_bytes > limit and now > self._trimmed + max(self.batch_bytes, 8 << 20):
             release_freed()  # near the limit: freed memory the allocator keeps, handed back
             now = self._trimmed = self.budget.resident()  # (not again until it has grown)
         if minimum <= limit and now <= limit:
@@ -343,11 +368,19 @@ class FirstPassGuard:
         s = self._scale()
         n = int(self.docs * s)
         per_doc = (self.tables() - self.exact_map()) / max(self.docs, 1)
-        where = (f"after {self.fraction:.0%} of the input, about {n:,} documents in all" if s > 1
-                 else f"at {self.docs:,} documents")
+        where = (
+            f"after {self.fraction:.0%} of the input, about {n:,} documents in all"
+            if s > 1
+            else f"at {self.docs:,} documents"
+        )
         if minimum <= limit:  # what the run needs fits, but the process passed the limit anyway
-            self.budget.fail(max(minimum, now), f"{where}; the process holds {mib(now)}, more than the "
-                             f"{mib(minimum)} the run was estimated to need")
-        self.budget.fail(minimum, f"{where}; the tables that cannot spill take about {per_doc:.0f} "
-                         f"bytes per document plus the exact pass's map while the input is read, and the "
-                         f"clusters stage {CLUSTER_BYTES_PER_DOC} more per document")
+            self.budget.fail(
+                max(minimum, now),
+                f"{where}; the process holds {mib(now)}, more than the {mib(minimum)} the run was estimated to need",
+            )
+        self.budget.fail(
+            minimum,
+            f"{where}; the tables that cannot spill take about {per_doc:.0f} "
+            f"bytes per document plus the exact pass's map while the input is read, and the "
+            f"clusters stage {CLUSTER_BYTES_PER_DOC} more per document",
+        )

@@ -9,15 +9,16 @@ by ranges of ``a`` into passes, each re-reading the input from its first documen
 pass would hold is known before reading (from the token counts of the exact pass), so the split
 is planned, not discovered.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from neardup import _sets
 from neardup.io.records import check_record
 from neardup.stages.verify import HashSets, verify_exact
-from neardup import _sets
 
 __all__ = ["RereadStats", "read_sets", "verify_reread", "plan_passes", "set_bytes_estimate", "working_bytes"]
 
@@ -86,8 +87,9 @@ def plan_passes(a_docs: np.ndarray, last_b: np.ndarray, size: np.ndarray, budget
     return out
 
 
-def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts, *, budget: int | None,
-                  size, progress=None) -> tuple[np.ndarray, RereadStats]:
+def verify_reread(
+    sources, docs, pairs: np.ndarray, signer, fields, limits, opts, *, budget: int | None, size, progress=None
+) -> tuple[np.ndarray, RereadStats]:
     """Exact similarity (``opts.settings.measure``) of every pair of document indices; `size(docs)`
     gives the set size estimates of documents `docs` (:func:`set_bytes_estimate`)."""
     stats = RereadStats()
@@ -106,8 +108,7 @@ def verify_reread(sources, docs, pairs: np.ndarray, signer, fields, limits, opts
     for sl in passes:
         lo, hi = a_docs[sl.start], a_docs[sl.stop - 1]
         sel = np.flatnonzero((a >= lo) & (a <= hi))
-        stats.peak_held_bytes_estimate = max(stats.peak_held_bytes_estimate,
-                                             _held_peak(a_docs[sl], last_b[sl], sz[sl]))
+        stats.peak_held_bytes_estimate = max(stats.peak_held_bytes_estimate, _held_peak(a_docs[sl], last_b[sl], sz[sl]))
         _one_pass(sources, docs, pairs[sel], sel, sims, signer, fields, limits, opts, stats, progress)
     return sims, stats
 
@@ -178,8 +179,10 @@ def _texts(sources, docs, wanted: np.ndarray, fields, limits, stats: RereadStats
         for recno, obj in s.records(mask):
             d, want_rec = next(expect, (None, None))
             if want_rec != recno:
-                raise RuntimeError(f"{s.name}: record {recno} came back where record {want_rec} was expected "
-                                   "(did the input change during the run?)")
+                raise RuntimeError(
+                    f"{s.name}: record {recno} came back where record {want_rec} was expected "
+                    "(did the input change during the run?)"
+                )
             stats.documents_read += 1
             if progress is not None:
                 progress.update(1)

@@ -13,6 +13,7 @@ Passes over the input:
 5. outputs (clusters, pairs, kept records, report), each written atomically; the kept records
    are streamed from the input a last time.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,19 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from neardup import _core
-from neardup.errors import RecordError
-from neardup.io.readers import Source, open_sources, read_buffer_bytes
-from neardup.io.records import check_record
-from neardup.io.writers import atomic_open, staged, writable_tree
+from neardup import _core, _sets
 from neardup.engines.local.buckets import LargeBuckets, spanning_pairs
-from neardup.stages.candidates import (
-    curve_table,
-    hamming_pairs,
-    lsh_pairs,
-    min_sort_bytes,
-    pairs_from_keys,
-)
 from neardup.engines.local.docs import DocTable
 from neardup.engines.local.memory import (
     BATCHES_IN_FLIGHT,
@@ -49,20 +39,29 @@ from neardup.engines.local.memory import (
     map_capacity,
     release_freed,
 )
+from neardup.engines.local.reread import set_bytes_estimate, verify_reread, working_bytes
+from neardup.engines.local.store import RowStore
+from neardup.errors import RecordError
+from neardup.graph import connected_components
+from neardup.io.readers import Source, open_sources, read_buffer_bytes
+from neardup.io.records import check_record
+from neardup.io.writers import atomic_open, staged, writable_tree
+from neardup.stages.candidates import (
+    curve_table,
+    hamming_pairs,
+    lsh_pairs,
+    min_sort_bytes,
+    pairs_from_keys,
+)
+from neardup.stages.handoff import put_until_stopped, received
 from neardup.stages.keepers import pick_keepers
 from neardup.stages.kept import Alternates, write_outputs
 from neardup.stages.options import DedupOptions
 from neardup.stages.outputs import DedupResult, check_tmp_dir, out_path, refuse_input_outputs, stale_outputs
-from neardup.stages.report import StageLog, peak_rss_mb
+from neardup.stages.report import StageLog, package_version, peak_rss_mb
 from neardup.stages.signer import Signer, exact_keys
-from neardup.engines.local.reread import set_bytes_estimate, verify_reread, working_bytes
-from neardup.stages.handoff import put_until_stopped, received
-from neardup.engines.local.store import RowStore
 from neardup.stages.spill import join_freeing
 from neardup.stages.verify import estimate_pairs
-from neardup import _sets
-from neardup.graph import connected_components
-from neardup.stages.report import package_version
 
 __all__ = ["run", "MAX_SKIPPED_LISTED"]
 
@@ -148,9 +147,17 @@ class _Run:
 def _run(sources: list[Source], out, opts: DedupOptions, log: StageLog, t_start: float) -> DedupResult:
     run = _new_run(sources, out, opts, log, t_start)
     needs = _FirstPassNeeds(run)
-    guard = needs.guard = FirstPassGuard(run.mem, needs.tables, needs.exact_map, run.total_bytes, needs.later,
-                                         count=lambda: len(run.docs), work=needs.batch_work,
-                                         tables_at=needs.tables_at, lead_bytes=opts.steps.read_block_bytes)
+    guard = needs.guard = FirstPassGuard(
+        run.mem,
+        needs.tables,
+        needs.exact_map,
+        run.total_bytes,
+        needs.later,
+        count=lambda: len(run.docs),
+        work=needs.batch_work,
+        tables_at=needs.tables_at,
+        lead_bytes=opts.steps.read_block_bytes,
+    )
     store = run.store = _row_store(run, guard.rows_fit if run.mem.limited else None)
     run.mem.held = lambda: needs.tables() + store.ram_bytes
     run.mem.spillable = lambda: store.ram_bytes
@@ -187,8 +194,13 @@ def _row_store(run: _Run, rows_fit) -> RowStore:
     if opts.settings.method == "minhash":
         run.band_rows = band_rows = opts.settings.band_shape()
         run.keep_keys = keep_keys = opts.settings.verify == "exact"
-        return RowStore(band_rows[0] if keep_keys else opts.settings.num_perm, np.uint64 if keep_keys else np.uint32,
-                        rows_fit, opts.tmp_dir, "band-keys" if keep_keys else "signatures")
+        return RowStore(
+            band_rows[0] if keep_keys else opts.settings.num_perm,
+            np.uint64 if keep_keys else np.uint32,
+            rows_fit,
+            opts.tmp_dir,
+            "band-keys" if keep_keys else "signatures",
+        )
     run.keep_keys = False
     return RowStore(1, np.uint64, rows_fit, opts.tmp_dir, "fingerprints", flat=True)
 
@@ -225,10 +237,14 @@ class _FirstPassNeeds:
         # a re-read's batch is at most a batch of the largest documents so far; it is taken
         # only from the candidates' documents, unknown yet, so it is bounded by what the
         # first pass's own batches in flight take (texts, kernels' outputs, reader's buffer)
-        in_flight = (min(BATCHES_IN_FLIGHT * guard.batch_bytes, guard.text_bytes * scale)
-                     + self.batch_work(guard.batch_docs))
-        return (max(keys + 2 * min_sort_bytes(signed, b), min(self.reread_work(), in_flight))
-                + self.parquet_block(scale) + self.estimate_work())
+        in_flight = min(BATCHES_IN_FLIGHT * guard.batch_bytes, guard.text_bytes * scale) + self.batch_work(
+            guard.batch_docs
+        )
+        return (
+            max(keys + 2 * min_sort_bytes(signed, b), min(self.reread_work(), in_flight))
+            + self.parquet_block(scale)
+            + self.estimate_work()
+        )
 
     def reread_work(self) -> int:
         # verification and the keepers' similarities re-read documents a batch at a time
@@ -236,14 +252,15 @@ class _FirstPassNeeds:
         opts, ntok_parts, top_ntok = self.run.opts, self.run.ntok_parts, self.top_ntok
         if opts.settings.verify != "exact" or not ntok_parts:
             return 0
-        new = ntok_parts[top_ntok[1]:]
+        new = ntok_parts[top_ntok[1] :]
         if new:
             both = np.concatenate([top_ntok[0], *new])
             m = min(len(both), opts.batch_size)
             top_ntok[0], top_ntok[1] = np.partition(both, len(both) - m)[-m:], len(ntok_parts)
         big = top_ntok[0]
         return working_bytes(big, 0, opts.batch_size, opts.settings.k, read_buffer_bytes(self.run.sources)) + (
-            int(set_bytes_estimate(big, opts.settings.k).max()) if len(big) else 0)
+            int(set_bytes_estimate(big, opts.settings.k).max()) if len(big) else 0
+        )
 
     def estimate_work(self) -> int:
         # --verify estimate: the clusters stage copies a chunk of pairs' signature rows out of
@@ -275,8 +292,9 @@ class _FirstPassNeeds:
         opts, band_rows = self.run.opts, self.run.band_rows
         sig = 4 * opts.settings.num_perm if opts.settings.method == "minhash" else 8
         keys = 8 * band_rows[0] if band_rows is not None and opts.settings.verify == "exact" else 0
-        return (BATCHES_IN_FLIGHT * 40 * batch_docs + batch_docs * (24 + sig + keys)
-                + read_buffer_bytes(self.run.sources))
+        return (
+            BATCHES_IN_FLIGHT * 40 * batch_docs + batch_docs * (24 + sig + keys) + read_buffer_bytes(self.run.sources)
+        )
 
     def tables_at(self, final: float) -> tuple[int, int]:
         # tables() once the tables hold `final` documents: the arrays in proportion, the id
@@ -287,8 +305,9 @@ class _FirstPassNeeds:
         assert guard is not None
         n, done = max(1, len(docs)), max(1, guard.docs)
         ids = docs.ids.heap_bytes()
-        linear = ((docs.nbytes() - ids + 20 * n) * final / n
-                  + 8 * sum(len(p) for p in self.run.sig_doc_parts) * final / done)
+        linear = (docs.nbytes() - ids + 20 * n) * final / n + 8 * sum(
+            len(p) for p in self.run.sig_doc_parts
+        ) * final / done
         fs = map_capacity(len(first_seen[0]) * final / done) * 16 if first_seen else 0
         # the id bytes now, from the mean length of 64 ids spread over the table
         sample = docs.ids.take(np.linspace(0, len(docs) - 1, min(64, len(docs))).astype(np.int64))
@@ -320,6 +339,7 @@ def _run_stored(run: _Run, guard: FirstPassGuard) -> DedupResult:
 
 # ---- pass 1: scan, exact pass, signatures ---------------------------------------------------
 
+
 def _first_pass(run: _Run, guard: FirstPassGuard) -> None:
     scan = _FirstPass(run, guard)
     scan.read()
@@ -340,8 +360,9 @@ class _FirstPass:
         self.t_sig = 0.0
         total_bytes = run.total_bytes
         # With every input a plain file, progress counts bytes, so the bar has a rate and an ETA.
-        self.bar = _progress(run.opts.progress, "scan + signatures", total=total_bytes,
-                             unit="B" if total_bytes else "doc")
+        self.bar = _progress(
+            run.opts.progress, "scan + signatures", total=total_bytes, unit="B" if total_bytes else "doc"
+        )
         self.batches: queue.Queue = queue.Queue(maxsize=2)
         self.stop = threading.Event()
         self.read_clock = {"wall": 0.0, "cpu": 0.0, "blocked": 0.0}
@@ -423,9 +444,15 @@ class _FirstPass:
                 continue
             prev = add(c.key, c.id is not c.key, c.time, c.source, src_i, recno)
             if prev >= 0:
-                fail(RecordError(name, recno, f"duplicate id {c.key!r} (first at "
-                                 f"{run.sources[docs.src[prev]].name}:{docs.recno[prev]})", field=fields.id),
-                     src_i)
+                fail(
+                    RecordError(
+                        name,
+                        recno,
+                        f"duplicate id {c.key!r} (first at {run.sources[docs.src[prev]].name}:{docs.recno[prev]})",
+                        field=fields.id,
+                    ),
+                    src_i,
+                )
                 continue
             if c.time_error is not None:
                 self.bad_time(name, recno, c.time_error)
@@ -455,8 +482,12 @@ class _FirstPass:
             self.sign(batch_texts, bdocs, new_rows)
         self.t_sig += time.perf_counter() - t1
         run, guard, bar = self.run, self.guard, self.bar
-        guard.update(batch_docs[-1] + 1, bytes_done if run.total_bytes else None,
-                     sum(map(sys.getsizeof, batch_texts)) if run.mem.limited else 0, len(batch_texts))
+        guard.update(
+            batch_docs[-1] + 1,
+            bytes_done if run.total_bytes else None,
+            sum(map(sys.getsizeof, batch_texts)) if run.mem.limited else 0,
+            len(batch_texts),
+        )
         guard.check(run.store.ram_bytes)
         if bar is not None:
             if run.total_bytes:
@@ -500,14 +531,25 @@ class _FirstPass:
         scan.cpu_seconds = read_clock["cpu"]
         scan.note = "parse and check records (a thread, overlapping the next two stages)"
         Stage = type(scan)
-        log.stages.append(Stage("exact", self.t_exact, None, None, "normalise and hash; group identical texts",
-                                peak_rss_mb()))
-        log.stages.append(Stage("signatures", self.t_sig, None, None,
-                                ("band keys kept" if self.run.keep_keys else "signatures kept")
-                                + (", spilled to a file" if self.run.store.spilled else ", in memory"),
-                                peak_rss_mb()))
-        log.scan = {"seconds": round(scan_wall, 4), "cpu_seconds": round(scan_cpu or 0.0, 4),  # type: ignore[attr-defined]
-                    "note": "the whole first pass (read, exact, signatures overlap)"}
+        log.stages.append(
+            Stage("exact", self.t_exact, None, None, "normalise and hash; group identical texts", peak_rss_mb())
+        )
+        log.stages.append(
+            Stage(
+                "signatures",
+                self.t_sig,
+                None,
+                None,
+                ("band keys kept" if self.run.keep_keys else "signatures kept")
+                + (", spilled to a file" if self.run.store.spilled else ", in memory"),
+                peak_rss_mb(),
+            )
+        )
+        log.scan = {  # type: ignore[attr-defined]
+            "seconds": round(scan_wall, 4),
+            "cpu_seconds": round(scan_cpu or 0.0, 4),
+            "note": "the whole first pass (read, exact, signatures overlap)",
+        }
 
 
 @dataclass
@@ -555,7 +597,9 @@ def _join_tables(run: _Run) -> _Tables:
     memory = {
         "limit_bytes": opts.memory_limit,
         "per_document_bytes": round(docs.nbytes() / max(n, 1) + 8 + 8 + 4, 1),
-        "kept_rows": "band keys" if run.keep_keys else ("signatures" if opts.settings.method == "minhash" else "fingerprints"),
+        "kept_rows": "band keys"
+        if run.keep_keys
+        else ("signatures" if opts.settings.method == "minhash" else "fingerprints"),
         "row_bytes": store.row_bytes,
         "rows_spilled_to_disk": store.spilled,
         "baseline_rss_bytes": mem.base if mem.limited else None,
@@ -565,6 +609,7 @@ def _join_tables(run: _Run) -> _Tables:
 
 
 # ---- candidates ------------------------------------------------------------------------------
+
 
 @dataclass
 class _Candidates:
@@ -595,8 +640,10 @@ def _candidates(run: _Run, t: _Tables) -> _Candidates:
     cand_docs = t.sig_doc[cand.astype(np.int64)] if len(cand) else np.zeros((0, 2), np.int64)
     del cand
     t.held.append(cand_docs)
-    lb = LargeBuckets(np.r_[0, np.cumsum([len(m) for m in large_rows])].astype(np.int64),
-                      t.sig_doc[np.concatenate(large_rows).astype(np.int64)] if large_rows else np.zeros(0, np.int64))
+    lb = LargeBuckets(
+        np.r_[0, np.cumsum([len(m) for m in large_rows])].astype(np.int64),
+        t.sig_doc[np.concatenate(large_rows).astype(np.int64)] if large_rows else np.zeros(0, np.int64),
+    )
     del large_rows
     t.held.append(lb.members)
     return _Candidates(cand_docs, hamming, lsh_info, lb)
@@ -626,8 +673,12 @@ def _band_pairs(run: _Run, t: _Tables, large_rows: list[np.ndarray]) -> np.ndarr
     # the sort gets half of what is free (the pairs it finds take the other half);
     # estimates form their band keys first (8 bytes per band per row)
     keys_bytes = 0 if run.keep_keys else 8 * b * len(t.rows)
-    free = run.mem.share("candidates", CLUSTER_BYTES_PER_DOC * t.n, keys_bytes + 2 * min_sort_bytes(len(t.rows), b),
-                         "its band keys and the smallest external sort")
+    free = run.mem.share(
+        "candidates",
+        CLUSTER_BYTES_PER_DOC * t.n,
+        keys_bytes + 2 * min_sort_bytes(len(t.rows), b),
+        "its band keys and the smallest external sort",
+    )
     sort_budget = None if free is None else (free - keys_bytes) // 2
     big: dict[str, Any] = dict(large_bucket=opts.large_bucket, large=large_rows if opts.large_bucket else None)
     if run.keep_keys:
@@ -640,6 +691,7 @@ def _band_pairs(run: _Run, t: _Tables, large_rows: list[np.ndarray]) -> np.ndarr
 
 
 # ---- verification ----------------------------------------------------------------------------
+
 
 @dataclass
 class _Verified:
@@ -676,13 +728,25 @@ def _verify_exact(run: _Run, t: _Tables, cand_docs: np.ndarray) -> tuple[np.ndar
     """Exact similarities of the candidate pairs, their documents re-read and shingled."""
     opts = run.opts
     vbar = _progress(opts.progress, "verify: re-read candidates", total=len(_sets.unique(cand_docs)))
-    sims, vstats = verify_reread(run.sources, run.docs, cand_docs, run.signer, run.fields, run.limits, opts,
-                                 budget=_reread_budget(run.mem, "verify", cand_docs, t.ntok_all, opts, t.n, run.sources),
-                                 size=t.set_size(opts.settings.k), progress=vbar)
+    sims, vstats = verify_reread(
+        run.sources,
+        run.docs,
+        cand_docs,
+        run.signer,
+        run.fields,
+        run.limits,
+        opts,
+        budget=_reread_budget(run.mem, "verify", cand_docs, t.ntok_all, opts, t.n, run.sources),
+        size=t.set_size(opts.settings.k),
+        progress=vbar,
+    )
     if vbar is not None:
         vbar.close()
-    return sims, {"passes": vstats.passes, "documents_read": vstats.documents_read,
-                  "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate}
+    return sims, {
+        "passes": vstats.passes,
+        "documents_read": vstats.documents_read,
+        "peak_held_bytes_estimate": vstats.peak_held_bytes_estimate,
+    }
 
 
 def _add_spanning_pairs(run: _Run, t: _Tables, lb: LargeBuckets, ver: _Verified) -> None:
@@ -690,9 +754,20 @@ def _add_spanning_pairs(run: _Run, t: _Tables, lb: LargeBuckets, ver: _Verified)
     exact = run.opts.settings.verify == "exact"
     store, sig_doc = run.store, t.sig_doc
     sigs_of = None if exact else (lambda d: store.rows_at(np.searchsorted(sig_doc, d)))  # type: ignore[arg-type]
-    span, span_sims, ver.large_info = spanning_pairs(lb, ver.near, t.n, run.sources, run.docs, run.signer, run.fields,
-                                                     run.limits, run.opts, run.mem, t.ntok_all if exact else None,
-                                                     sigs_of)
+    span, span_sims, ver.large_info = spanning_pairs(
+        lb,
+        ver.near,
+        t.n,
+        run.sources,
+        run.docs,
+        run.signer,
+        run.fields,
+        run.limits,
+        run.opts,
+        run.mem,
+        t.ntok_all if exact else None,
+        sigs_of,
+    )
     if len(span):  # in the order of the other pairs: by (a, b)
         both = np.concatenate([ver.near.astype(np.int64).reshape(-1, 2), span])
         order = np.lexsort((both[:, 1], both[:, 0]))
@@ -700,6 +775,7 @@ def _add_spanning_pairs(run: _Run, t: _Tables, lb: LargeBuckets, ver: _Verified)
 
 
 # ---- clusters and keepers --------------------------------------------------------------------
+
 
 @dataclass
 class _Clusters:
@@ -750,8 +826,13 @@ def _keeper_order(run: _Run, t: _Tables, ver: _Verified) -> tuple[np.ndarray, np
         keys_m = np.array(docs.keys_of(members), dtype=str)
         id_rank[np.argsort(keys_m, kind="stable")] = np.arange(len(members))
         del keys_m
-    at, starts = pick_keepers(labels[members], np.arange(len(members)), t.times[members],
-                              docs.source_rank(run.opts.settings.prefer_source, members), id_rank)
+    at, starts = pick_keepers(
+        labels[members],
+        np.arange(len(members)),
+        t.times[members],
+        docs.source_rank(run.opts.settings.prefer_source, members),
+        id_rank,
+    )
     ordered = members[at]
     del id_rank, labels, at
     return ordered, starts
@@ -772,6 +853,7 @@ def _member_sims(run: _Run, t: _Tables, ver: _Verified, pr: np.ndarray) -> np.nd
 
 # ---- results and outputs ---------------------------------------------------------------------
 
+
 def _cluster_rows(run: _Run, cl: _Clusters):
     # built a chunk of clusters at a time, so a large run need not hold them all
     starts, ends, ordered, chunk = cl.starts, cl.ends, cl.ordered, run.opts.steps.row_chunk
@@ -785,8 +867,13 @@ def _cluster_rows(run: _Run, cl: _Clusters):
             mem_rows = []
             for j in range(s0 + 1, e0):
                 i = j - ci - 1
-                mem_rows.append({"id": ids_c[j - base], "similarity": round(float(cl.msim[i]), 6),
-                                 "match": "exact" if cl.same[i] else "near"})
+                mem_rows.append(
+                    {
+                        "id": ids_c[j - base],
+                        "similarity": round(float(cl.msim[i]), 6),
+                        "match": "exact" if cl.same[i] else "near",
+                    }
+                )
             yield {"cluster": ci, "keeper": ids_c[s0 - base], "size": e0 - s0, "members": mem_rows}
 
 
@@ -804,8 +891,9 @@ def _pair_rows(run: _Run, t: _Tables, ver: _Verified):
             yield {"a": x, "b": y, "similarity": round(sim, 6), "match": "near"}
 
 
-def _report(run: _Run, t: _Tables, cand: _Candidates, ver: _Verified, cl: _Clusters,
-            kept_mask: np.ndarray) -> dict[str, Any]:
+def _report(
+    run: _Run, t: _Tables, cand: _Candidates, ver: _Verified, cl: _Clusters, kept_mask: np.ndarray
+) -> dict[str, Any]:
     """report.json, less the stages' figures and the files (_finish_report, _write)."""
     mem, memory, tally = run.mem, t.memory, run.tally
     # the least this run needed (with everything that can spill spilled), when it was limited
@@ -842,8 +930,9 @@ def _report(run: _Run, t: _Tables, cand: _Candidates, ver: _Verified, cl: _Clust
     }
 
 
-def _result(run: _Run, t: _Tables, ver: _Verified, cl: _Clusters, report: dict,
-            kept_mask: np.ndarray) -> tuple[DedupResult, tuple]:
+def _result(
+    run: _Run, t: _Tables, ver: _Verified, cl: _Clusters, report: dict, kept_mask: np.ndarray
+) -> tuple[DedupResult, tuple]:
     """The result returned, and the cluster and pair rows for the files: as lists with
     ``collect`` (the same lists), otherwise generators (the CLI: a large run need not hold them)."""
     mem, docs = run.mem, run.docs
@@ -857,12 +946,24 @@ def _result(run: _Run, t: _Tables, ver: _Verified, cl: _Clusters, report: dict,
     if not run.opts.collect:
         return DedupResult(report=report), (cluster_rows(), pair_rows())
     if mem.limited:  # the results as Python objects are part of the process too
-        _share_for_results(mem, cluster_rows, len(cl.starts), int(len(cl.others)), pair_rows,
-                           len(t.exact_dups) + len(ver.near), docs, np.flatnonzero(kept_mask[: min(t.n, 256)]),
-                           int(kept_mask.sum()))
+        _share_for_results(
+            mem,
+            cluster_rows,
+            len(cl.starts),
+            int(len(cl.others)),
+            pair_rows,
+            len(t.exact_dups) + len(ver.near),
+            docs,
+            np.flatnonzero(kept_mask[: min(t.n, 256)]),
+            int(kept_mask.sum()),
+        )
         report["memory"]["minimum_bytes"] = mem.minimum
-    result = DedupResult(report=report, clusters=list(cluster_rows()), pairs=list(pair_rows()),
-                         kept=docs.ids_of(np.flatnonzero(kept_mask)))
+    result = DedupResult(
+        report=report,
+        clusters=list(cluster_rows()),
+        pairs=list(pair_rows()),
+        kept=docs.ids_of(np.flatnonzero(kept_mask)),
+    )
     return result, (result.clusters, result.pairs)
 
 
@@ -900,8 +1001,13 @@ def _share_for_parquet(run: _Run, n: int) -> None:
     block = run.opts.steps.parquet_block
     in_sizes = [s.size_bytes() for s in run.sources]
     mean = mean_record_bytes(sum(in_sizes) if all(x is not None for x in in_sizes) else None, n)  # type: ignore[arg-type]
-    run.mem.share("write", 0, block_bytes(mean, block), f"a block of {block:,} kept records as Python objects, "
-                  f"their Arrow table and its row group (about {mean:,.0f} bytes a record)")
+    run.mem.share(
+        "write",
+        0,
+        block_bytes(mean, block),
+        f"a block of {block:,} kept records as Python objects, "
+        f"their Arrow table and its row group (about {mean:,.0f} bytes a record)",
+    )
 
 
 #: Bytes a record is taken to have when the inputs' sizes are not known (compressed, stdin).
@@ -927,8 +1033,17 @@ RESULT_SAMPLE = 256
 RESULT_SLACK = 1.25
 
 
-def _share_for_results(mem: MemoryBudget, cluster_rows, n_clusters: int, n_members: int, pair_rows,
-                       n_pairs: int, docs: DocTable, kept_sample: np.ndarray, n_kept: int) -> None:
+def _share_for_results(
+    mem: MemoryBudget,
+    cluster_rows,
+    n_clusters: int,
+    n_members: int,
+    pair_rows,
+    n_pairs: int,
+    docs: DocTable,
+    kept_sample: np.ndarray,
+    n_kept: int,
+) -> None:
     """With ``collect=True`` the clusters, pairs and kept ids are built as Python objects after
     every stage has finished: their size is estimated from a sample of each and checked against
     the limit first (:class:`MemoryLimitError`, naming ``collect=False``, when they do not fit)."""
@@ -950,8 +1065,13 @@ def _share_for_results(mem: MemoryBudget, cluster_rows, n_clusters: int, n_membe
     ids = docs.ids_of(kept_sample)
     k_bytes = (sum(map(deep_size, ids)) / len(ids) + 8) * n_kept if len(ids) else 8.0 * n_kept
     need = int(RESULT_SLACK * (c_bytes + scaled(pair_rows, n_pairs) + k_bytes))
-    mem.share("results", 0, need, "the clusters, pairs and kept ids returned as Python objects "
-              "(collect=True; with collect=False they are only written to the output directory)")
+    mem.share(
+        "results",
+        0,
+        need,
+        "the clusters, pairs and kept ids returned as Python objects "
+        "(collect=True; with collect=False they are only written to the output directory)",
+    )
 
 
 def _join(parts: list[np.ndarray], dtype) -> np.ndarray:
@@ -981,8 +1101,15 @@ def _rows_of(sig_doc: np.ndarray, n: int, pairs: np.ndarray) -> np.ndarray:
     return row_of[np.asarray(pairs, dtype=np.int64)]
 
 
-def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.ndarray, opts: DedupOptions,
-                   n_later: int, sources: list[Source]) -> int | None:
+def _reread_budget(
+    mem: MemoryBudget,
+    stage: str,
+    pairs: np.ndarray,
+    ntok: np.ndarray,
+    opts: DedupOptions,
+    n_later: int,
+    sources: list[Source],
+) -> int | None:
     """Bytes the held shingle sets of a re-read may take: what is free now, less the re-read's
     own working memory (the inputs' read buffers among it: one input is read at a time) and
     what the clusters stage will need (`n_later` documents)."""
@@ -991,8 +1118,12 @@ def _reread_budget(mem: MemoryBudget, stage: str, pairs: np.ndarray, ntok: np.nd
     wanted = _sets.unique(pairs)
     work = working_bytes(ntok[wanted], len(pairs), opts.batch_size, opts.settings.k, read_buffer_bytes(sources))
     biggest = int(set_bytes_estimate(ntok[wanted], opts.settings.k).max()) if len(wanted) else 0
-    free = mem.share(stage, CLUSTER_BYTES_PER_DOC * n_later, work + biggest,
-                     "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set")
+    free = mem.share(
+        stage,
+        CLUSTER_BYTES_PER_DOC * n_later,
+        work + biggest,
+        "one batch of re-read records, its pairs, the input's read buffer and the largest shingle set",
+    )
     assert free is not None  # (mem.limited)
     return free - work
 
@@ -1015,10 +1146,18 @@ def _keeper_sims(run: _Run, t: _Tables, ver: _Verified, pr: np.ndarray) -> np.nd
     rest = np.flatnonzero(np.isnan(out))
     if len(rest):
         vbar = _progress(opts.progress, "keeper similarities: re-read", total=len(_sets.unique(pr[rest])))
-        sims, st = verify_reread(run.sources, run.docs, pr[rest], run.signer, run.fields, run.limits, opts,
-                                 budget=_reread_budget(run.mem, "keeper similarities", pr[rest], t.ntok_all, opts, 0,
-                                                       run.sources),
-                                 size=t.set_size(opts.settings.k), progress=vbar)
+        sims, st = verify_reread(
+            run.sources,
+            run.docs,
+            pr[rest],
+            run.signer,
+            run.fields,
+            run.limits,
+            opts,
+            budget=_reread_budget(run.mem, "keeper similarities", pr[rest], t.ntok_all, opts, 0, run.sources),
+            size=t.set_size(opts.settings.k),
+            progress=vbar,
+        )
         if vbar is not None:
             vbar.close()
         out[rest] = sims

@@ -7,6 +7,7 @@ file in a private temporary directory and handed back as a read-only ``numpy.mem
 operating system pages the rows in and out as the candidate stage reads them (sequentially,
 one band column at a time). The file is deleted when the store is closed.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def _drop_pages(mm) -> None:
 
 
 class RowStore:
-    def __init__(self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows",
-                 flat: bool = False) -> None:
+    def __init__(
+        self, width: int, dtype, budget, tmp_dir: str | None = None, name: str = "rows", flat: bool = False
+    ) -> None:
         """`budget`: None (never spill), a number of bytes the rows may take, or a callable
         told the rows' bytes in memory after each append that says whether they still fit
         (the run's memory budget decides from everything else that is resident). `flat`: one
@@ -79,8 +81,11 @@ class RowStore:
         return self._dir is not None
 
     def append(self, rows: np.ndarray) -> None:
-        rows = np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1) if self.flat \
+        rows = (
+            np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1)
+            if self.flat
             else np.ascontiguousarray(rows, dtype=self.dtype).reshape(-1, self.width)
+        )
         if len(rows) == 0:
             return
         self.rows += len(rows)

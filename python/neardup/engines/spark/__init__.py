@@ -10,6 +10,7 @@ pyarrow.Table``) that Spark runs with ``mapInArrow`` on the executors; Spark onl
 
 ``neardup dedup --engine spark [--master URL] INPUT... -o OUTDIR`` runs the same.
 """
+
 from __future__ import annotations
 
 from neardup.engines.spark.run import SparkDedupResult, dedup_spark, read_outputs, run_spark, session

@@ -20,6 +20,7 @@ independent), its texts in ``INDEX/docs/`` for exact verification. A day's batch
     build_index(spark, ["archive.parquet"], "index/")
     add_batch(spark, "index/", ["2026-11-30.jsonl.gz"], "out/2026-11-30/")
 """
+
 from __future__ import annotations
 
 import json
@@ -57,10 +58,18 @@ def _docs_and_bands(spark, inputs, opts: DedupOptions, params: K.KernelParams):
         if bad:  # (naming the file and line of an input of several files: Source.located)
             raise meta[int(bad[0].pos) >> K.POS_SHIFT].located(_rec_error(json.loads(bad[0].error)))
     good = checked.filter(F.col("error").isNull())
-    docs = _map(good, lambda t: _append(t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.settings.unit), ["xkey", "ntok"]),
-                _CHECKED_DDL + ", xkey BIGINT, ntok BIGINT")
-    bands = _map(docs.filter(F.col("ntok") > 0).select("pos", "text"), lambda t: K.band_rows(t, params),
-                 "band INT, key BIGINT, pos BIGINT")
+    docs = _map(
+        good,
+        lambda t: _append(
+            t, K.exact_keys(t.select(["pos", "text"]), params.threads, params.settings.unit), ["xkey", "ntok"]
+        ),
+        _CHECKED_DDL + ", xkey BIGINT, ntok BIGINT",
+    )
+    bands = _map(
+        docs.filter(F.col("ntok") > 0).select("pos", "text"),
+        lambda t: K.band_rows(t, params),
+        "band INT, key BIGINT, pos BIGINT",
+    )
     return docs, bands, meta
 
 
@@ -75,13 +84,25 @@ def build_index(spark, inputs, index_dir: str, **kwargs) -> dict:
     docs, bands, _ = _docs_and_bands(spark, inputs, opts, params)
     docs = docs.persist()
     ids = docs.select("pos", "id")
-    (bands.join(ids, "pos").select("band", "key", "id")
-     .repartition("band").write.mode("overwrite").partitionBy("band").parquet(os.path.join(index_dir, "bands")))
+    (
+        bands.join(ids, "pos")
+        .select("band", "key", "id")
+        .repartition("band")
+        .write.mode("overwrite")
+        .partitionBy("band")
+        .parquet(os.path.join(index_dir, "bands"))
+    )
     docs.select("id", "xkey", "text", "time", "source").write.mode("overwrite").parquet(os.path.join(index_dir, "docs"))
     n = docs.count()
     docs.unpersist()
-    meta = {"params": {k: getattr(opts.settings, k) for k in _PARAM_KEYS}, "bands": b, "rows": r, "documents": n,
-            "batches": [], "seconds": round(time.perf_counter() - t0, 3)}
+    meta = {
+        "params": {k: getattr(opts.settings, k) for k in _PARAM_KEYS},
+        "bands": b,
+        "rows": r,
+        "documents": n,
+        "batches": [],
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
     meta["params"]["bands"], meta["params"]["rows"] = b, r
     with open(os.path.join(index_dir, "index.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2)
@@ -134,8 +155,9 @@ def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None
             # 1. the day among itself: the same answer as the local engine
             day_opts = _options(dict(kwargs))
             day = run_spark(spark, inputs, os.path.join(staged_out, "day"), day_opts, partitions=partitions)
-            removed_today = (spark.read.parquet(os.path.join(staged_out, "day", "clusters.parquet"))
-                             .select(F.explode("members.id").alias("id")))
+            removed_today = spark.read.parquet(os.path.join(staged_out, "day", "clusters.parquet")).select(
+                F.explode("members.id").alias("id")
+            )
             # 2. the day against the index: broadcast the day's rows
             docs, bands, _ = _docs_and_bands(spark, inputs, opts, params)
             docs = docs.persist()
@@ -143,41 +165,65 @@ def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None
             cached += [docs, day_bands]
             index_bands = spark.read.parquet(os.path.join(index_dir, "bands"))
             index_docs = spark.read.parquet(os.path.join(index_dir, "docs"))
-            near_cand = (index_bands.join(F.broadcast(day_bands), ["band", "key"])
-                         .select("pos", F.col("id").alias("archive_id")).distinct())
-            exact_cand = (index_docs.filter(F.col("xkey") != 0).select("xkey", F.col("id").alias("archive_id"))
-                          .join(F.broadcast(docs.filter(F.col("ntok") > 0).select("pos", "xkey")), "xkey")
-                          .select("pos", "archive_id"))
+            near_cand = (
+                index_bands.join(F.broadcast(day_bands), ["band", "key"])
+                .select("pos", F.col("id").alias("archive_id"))
+                .distinct()
+            )
+            exact_cand = (
+                index_docs.filter(F.col("xkey") != 0)
+                .select("xkey", F.col("id").alias("archive_id"))
+                .join(F.broadcast(docs.filter(F.col("ntok") > 0).select("pos", "xkey")), "xkey")
+                .select("pos", "archive_id")
+            )
             exact_m = exact_cand.withColumn("similarity", F.lit(1.0)).withColumn("match", F.lit("exact"))
             near_only = near_cand.join(exact_cand, ["pos", "archive_id"], "left_anti")
-            pairs = (near_only.join(docs.select("pos", F.col("text").alias("text_a")), "pos")
-                     .join(index_docs.select(F.col("id").alias("archive_id"), F.col("text").alias("text_b")),
-                           "archive_id"))
-            sims = _map(pairs, lambda t: K.pair_similarity(t, params),
-                        "archive_id STRING, pos BIGINT, similarity DOUBLE, similarity6 DOUBLE")
-            near_m = (sims.filter(F.col("similarity") >= opts.settings.threshold)
-                      .select("pos", "archive_id", F.col("similarity6").alias("similarity"))
-                      .withColumn("match", F.lit("near")))
+            pairs = near_only.join(docs.select("pos", F.col("text").alias("text_a")), "pos").join(
+                index_docs.select(F.col("id").alias("archive_id"), F.col("text").alias("text_b")), "archive_id"
+            )
+            sims = _map(
+                pairs,
+                lambda t: K.pair_similarity(t, params),
+                "archive_id STRING, pos BIGINT, similarity DOUBLE, similarity6 DOUBLE",
+            )
+            near_m = (
+                sims.filter(F.col("similarity") >= opts.settings.threshold)
+                .select("pos", "archive_id", F.col("similarity6").alias("similarity"))
+                .withColumn("match", F.lit("near"))
+            )
             allm = exact_m.unionByName(near_m)
-            w = Window.partitionBy("pos").orderBy(F.col("match").asc(), F.col("similarity").desc(),
-                                                  F.col("archive_id").asc())
-            best = (allm.withColumn("_r", F.row_number().over(w)).filter("_r = 1").drop("_r")
-                    .join(docs.select("pos", "id"), "pos"))
+            w = Window.partitionBy("pos").orderBy(
+                F.col("match").asc(), F.col("similarity").desc(), F.col("archive_id").asc()
+            )
+            best = (
+                allm.withColumn("_r", F.row_number().over(w))
+                .filter("_r = 1")
+                .drop("_r")
+                .join(docs.select("pos", "id"), "pos")
+            )
             best = best.persist()
             cached.append(best)
             best.orderBy("pos").select("id", "archive_id", "similarity", "match").write.mode("overwrite").parquet(
-                os.path.join(staged_out, "matches.parquet"))
+                os.path.join(staged_out, "matches.parquet")
+            )
             n_matched = best.count()
             # 4. the day's new documents join the index: its next version in the index's staging
             # directory, the day's rows written there and the index's files linked in beside them
-            new_docs = (docs.join(best.select("pos"), "pos", "left_anti").join(removed_today, "id", "left_anti"))
+            new_docs = docs.join(best.select("pos"), "pos", "left_anti").join(removed_today, "id", "left_anti")
             new_docs = new_docs.persist()
             cached.append(new_docs)
             n_new = new_docs.count()
-            (day_bands.join(new_docs.select("pos", "id"), "pos").select("band", "key", "id")
-             .repartition("band").write.mode("overwrite").partitionBy("band").parquet(os.path.join(staged_index, "bands")))
+            (
+                day_bands.join(new_docs.select("pos", "id"), "pos")
+                .select("band", "key", "id")
+                .repartition("band")
+                .write.mode("overwrite")
+                .partitionBy("band")
+                .parquet(os.path.join(staged_index, "bands"))
+            )
             new_docs.select("id", "xkey", "text", "time", "source").write.mode("overwrite").parquet(
-                os.path.join(staged_index, "docs"))
+                os.path.join(staged_index, "docs")
+            )
             for name in ("bands", "docs"):
                 _link_tree(os.path.join(index_dir, name), os.path.join(staged_index, name))
             report: dict[str, Any] = {
@@ -189,8 +235,9 @@ def add_batch(spark, index_dir: str, inputs, out: str, *, partitions: int | None
                 "seconds": round(time.perf_counter() - t0, 3),
             }
             meta["documents"] += n_new
-            meta["batches"].append({"inputs": [str(x) for x in ([inputs] if isinstance(inputs, (str, os.PathLike))
-                                                                 else inputs)], **report})
+            meta["batches"].append(
+                {"inputs": [str(x) for x in ([inputs] if isinstance(inputs, (str, os.PathLike)) else inputs)], **report}
+            )
             _write_json(os.path.join(staged_index, "index.json"), meta)
             _write_json(os.path.join(staged_out, "batch.json"), report)
             # OUT first: an index that took the batch is never left with OUT not having it (a

@@ -30,8 +30,7 @@ def _map(df, fn, ddl: str, whole_partition: bool = False):
 
     def conform(t: pa.Table):
         t = t.select(target.names).cast(target)
-        for b in t.to_batches(max_chunksize=8192):
-            yield b
+        yield from t.to_batches(max_chunksize=8192)
 
     def run(batches):
         _workers_ignore_sigint()

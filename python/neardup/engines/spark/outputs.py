@@ -21,6 +21,7 @@ once all of them and report.json are complete are they moved into place, the pre
 moved aside into the staging directory, which is then deleted. A run that fails or is
 interrupted before that leaves the previous outputs as they were and none of its own.
 """
+
 from __future__ import annotations
 
 import functools
@@ -103,8 +104,10 @@ class OutputStage:
                 except OSError as undo_exc:
                     if isinstance(exc, KeyboardInterrupt):
                         raise exc from None  # (the interrupt, not what its cleanup met)
-                    raise OutputError(f"{current}: cannot write: {exc}; the previous outputs could not all be put "
-                                      f"back: those missing are in {aside}") from undo_exc
+                    raise OutputError(
+                        f"{current}: cannot write: {exc}; the previous outputs could not all be put "
+                        f"back: those missing are in {aside}"
+                    ) from undo_exc
             else:
                 self.holds_previous = False
             if isinstance(exc, OSError):
@@ -122,8 +125,7 @@ class OutputStage:
         """Each output moved in back to the staging directory and its previous version back
         in its place (holds_previous stays True if this does not finish)."""
         for name in reversed(names):
-            new, dst, old = (os.path.join(self.path, name), os.path.join(self.out, name),
-                             os.path.join(aside, name))
+            new, dst, old = (os.path.join(self.path, name), os.path.join(self.out, name), os.path.join(aside, name))
             if not os.path.lexists(new) and os.path.lexists(dst):
                 os.rename(dst, new)  # (moved in)
             if os.path.lexists(old):
@@ -167,7 +169,9 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
     name = "kept.jsonl" if opts.output_format == "jsonl" else "kept.parquet"
     path = os.path.join(outdir, name)
     if opts.output_format == "parquet":
-        _write_kept_parquet(path, sources, drop, alts, opts.fields.id, fields=opts.fields, block=opts.steps.parquet_block)
+        _write_kept_parquet(
+            path, sources, drop, alts, opts.fields.id, fields=opts.fields, block=opts.steps.parquet_block
+        )
         return ["clusters.parquet", "pairs.parquet", name]
     alt = F.broadcast(alts)
     renamed = F.broadcast(alts.select("pos", F.col("alternates").alias(_ALTS), F.col("alt_int").alias(_ALT_INT)))
@@ -188,8 +192,13 @@ def write_outputs(outdir, clusters_df, pairs_df, dropped, alts, sources, opts, s
             # ids as numbers; Spark's to_json of an array<string> wrote them as strings). The
             # run's alternates under a name of their own: a record may have an "alternates" field
             rows = kept.join(renamed, "pos", "left").orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            parts.append(_map(rows, functools.partial(_kept_rows_lines, texts=text_fields(opts.fields),
-                                                          renames=s.renames, tzs=s.tzs), "value STRING"))
+            parts.append(
+                _map(
+                    rows,
+                    functools.partial(_kept_rows_lines, texts=text_fields(opts.fields), renames=s.renames, tzs=s.tzs),
+                    "value STRING",
+                )
+            )
     df = parts[0]
     for p in parts[1:]:
         df = df.union(p)
@@ -211,8 +220,9 @@ def _ids_as_given(alts: list | None, ints: list | None) -> list:
     return [int(x) if i else x for x, i in zip(alts, ints)]
 
 
-def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = None, fields=None,
-                        block: int | None = None) -> None:
+def _write_kept_parquet(
+    path: str, sources, drop, alts, id_field: str | None = None, fields=None, block: int | None = None
+) -> None:
     """``path``/part-00000.parquet: the kept records of every source, in input order, through
     the local engine's writer (module docstring). The directory is the Spark engine's layout
     for its outputs (one part file here, and ``_SUCCESS`` when it is complete)."""
@@ -233,8 +243,7 @@ def _write_kept_parquet(path: str, sources, drop, alts, id_field: str | None = N
             parts.append(_map(kept.select("value", _ALTS, _ALT_INT), _kept_lines_records, "rec BINARY"))
         else:
             rows = kept.orderBy("pos").select(*s.cols, _ALTS, _ALT_INT)
-            parts.append(_map(rows, functools.partial(_kept_rows_records, renames=s.renames, tzs=s.tzs),
-                              "rec BINARY"))
+            parts.append(_map(rows, functools.partial(_kept_rows_records, renames=s.renames, tzs=s.tzs), "rec BINARY"))
 
     def records():
         for p in parts:
@@ -289,8 +298,11 @@ def _kept_lines_records(t: pa.Table) -> pa.Table:
     vals = t.column("value").to_pylist()
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
-    out = [pickle.dumps((json.loads(v), _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
-           for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()]
+    out = [
+        pickle.dumps((json.loads(v), _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
+        for v, a, n in zip(vals, alts, ints)
+        if v is not None and v.strip()
+    ]
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
@@ -309,20 +321,23 @@ def _record_rows(t: pa.Table, renames: dict[str, str] | None, tzs: dict[str, str
     return rest.to_pylist()
 
 
-def _kept_rows_records(t: pa.Table, renames: dict[str, str] | None = None,
-                       tzs: dict[str, str] | None = None) -> pa.Table:
+def _kept_rows_records(
+    t: pa.Table, renames: dict[str, str] | None = None, tzs: dict[str, str] | None = None
+) -> pa.Table:
     """Kept Parquet/DataFrame rows → pickled (record dict, alternates), the dicts as Arrow's
     ``to_pylist`` makes them (as the local Parquet reader does)."""
     alts = t.column(_ALTS).to_pylist()
     ints = t.column(_ALT_INT).to_pylist()
     recs = _record_rows(t, renames, tzs)
-    out = [pickle.dumps((r, _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL)
-           for r, a, n in zip(recs, alts, ints)]
+    out = [
+        pickle.dumps((r, _ids_as_given(a, n)), protocol=pickle.HIGHEST_PROTOCOL) for r, a, n in zip(recs, alts, ints)
+    ]
     return pa.table({"rec": pa.array(out, pa.binary())})
 
 
-def _kept_rows_lines(t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None,
-                     tzs: dict[str, str] | None = None) -> pa.Table:
+def _kept_rows_lines(
+    t: pa.Table, texts: tuple[str, ...], renames: dict[str, str] | None = None, tzs: dict[str, str] | None = None
+) -> pa.Table:
     """Kept Parquet/DataFrame rows → kept.jsonl lines, as the local engine writes them
     (stages/kept.py: ``as_text``, the alternates, ``writers.dumps``)."""
     alts = t.column(_ALTS).to_pylist()
@@ -340,6 +355,7 @@ def _kept_lines_kernel(t: pa.Table) -> pa.Table:
     vals = t.column("value").to_pylist()
     alts = t.column("alternates").to_pylist()
     ints = t.column("alt_int").to_pylist()
-    out = [K.kept_jsonl_line(v, _ids_as_given(a, n))
-           for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()]
+    out = [
+        K.kept_jsonl_line(v, _ids_as_given(a, n)) for v, a, n in zip(vals, alts, ints) if v is not None and v.strip()
+    ]
     return pa.table({"value": pa.array(out, pa.string())})

@@ -8,19 +8,20 @@ the few documents that reach verification (a broadcast semi-join on ``pos`` in t
 only those rows go to Python) and for the kept records. Re-reading a file costs a JVM scan;
 carrying the texts through the shuffles cost serialising and writing the whole corpus twice.
 """
+
 from __future__ import annotations
 
 import bisect
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 
 from neardup import kernels as K
-from neardup.errors import InputTypeError
-from neardup.errors import InputFileError, RecordError
+from neardup.errors import InputFileError, InputTypeError, RecordError
 from neardup.io.readers import format_of
 from neardup.io.records import Fields, Limits
 
@@ -31,17 +32,17 @@ __all__ = ["Source", "read_sources"]
 class Source:
     index: int
     path: str
-    format: str           # "jsonl", "csv", "parquet" or "dataframe"
-    raw: Any              # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, value, error (CSV)
-                          # | pos, src, recno, <record columns>
+    format: str  # "jsonl", "csv", "parquet" or "dataframe"
+    raw: Any  # DataFrame: pos, src, recno, value (JSONL) | pos, src, recno, value, error (CSV)
+    # | pos, src, recno, <record columns>
     cols: list[str] | None = None  # the record columns (Parquet, DataFrame), as ``raw`` names them
-    cached: Any = None             # a DataFrame this source cached (unpersist after the run)
+    cached: Any = None  # a DataFrame this source cached (unpersist after the run)
     renames: dict[str, str] | None = None  # raw's name -> the record's, for a record column named
-                                           # as one of raw's own (``pos``, ``src``, ``recno``)
-    tzs: dict[str, str] | None = None      # raw's name -> the time zone of a zoned timestamp column
-                                           # of a local Parquet file (outputs._record_rows)
+    # as one of raw's own (``pos``, ``src``, ``recno``)
+    tzs: dict[str, str] | None = None  # raw's name -> the time zone of a zoned timestamp column
+    # of a local Parquet file (outputs._record_rows)
     files: list[tuple[int, str]] | None = None  # an input of several files (a URL glob, a directory):
-                                                # (first record number, file) of each, in order
+    # (first record number, file) of each, in order
 
     def where(self, recno: int) -> tuple[str, int]:
         """(file, line or row in that file) of record `recno`. The record numbers of an input
@@ -92,8 +93,9 @@ def read_sources(spark, inputs) -> list[Source]:
             cols, renames, sel = _record_columns(item)
             # materialised first: the partition counts and the numbers must be of the same rows
             # (a DataFrame may be computed anew, differently, by each job that reads it)
-            numbered = item.select(F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"),
-                                   *sel).localCheckpoint(eager=True)
+            numbered = item.select(
+                F.spark_partition_id().alias("_pid"), F.monotonically_increasing_id().alias("_mid"), *sel
+            ).localCheckpoint(eager=True)
             joined, recno = _dense_recno(spark, numbered, cols)
             raw = joined.select(F.lit(i).alias("src"), recno.alias("recno"), *[numbered[c] for c in cols])
             out.append(Source(i, f"<dataframe {i}>", "dataframe", _with_pos(raw), cols, renames=renames))
@@ -122,11 +124,22 @@ def read_sources(spark, inputs) -> list[Source]:
             cols, renames, sel = _record_columns(df)
             numbered, recno, files = _parquet_recno(spark, df)
             raw = numbered.select(F.lit(i).alias("src"), recno.alias("recno"), *sel)
-            out.append(Source(i, path, "parquet", _with_pos(raw), cols, renames=renames,
-                              tzs=_parquet_zones(path, dict(zip(df.columns, cols))),
-                              files=_files_named(path, files)))
+            out.append(
+                Source(
+                    i,
+                    path,
+                    "parquet",
+                    _with_pos(raw),
+                    cols,
+                    renames=renames,
+                    tzs=_parquet_zones(path, dict(zip(df.columns, cols))),
+                    files=_files_named(path, files),
+                )
+            )
         else:
-            raise InputFileError(f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}")  # pragma: no cover
+            raise InputFileError(
+                f"{path}: the Spark engine reads JSONL, CSV and Parquet, not {fmt}"
+            )  # pragma: no cover
     return out
 
 
@@ -141,8 +154,11 @@ def _parquet_zones(path: str, raw_name: dict[str, str]) -> dict[str, str] | None
         schema = pq.read_schema(path)
     except Exception:  # noqa: BLE001 - an unreadable file: Spark's read says so (exit 4)
         return None
-    out = {raw_name[f.name]: f.type.tz for f in schema
-           if pa.types.is_timestamp(f.type) and f.type.tz and f.name in raw_name}
+    out = {
+        raw_name[f.name]: f.type.tz
+        for f in schema
+        if pa.types.is_timestamp(f.type) and f.type.tz and f.name in raw_name
+    }
     return out or None
 
 
@@ -156,8 +172,10 @@ def _hadoop_path(path: str) -> str:
         return path
     absolute = os.path.abspath(path)
     if ":" in os.path.basename(absolute) or ":" in absolute:
-        raise InputFileError(f"{path}: Spark (Hadoop's file system) cannot read a file whose path has a ':'; "
-                             "rename it, or use the local engine")
+        raise InputFileError(
+            f"{path}: Spark (Hadoop's file system) cannot read a file whose path has a ':'; "
+            "rename it, or use the local engine"
+        )
     return re.sub(r"([\\*?\[\]{}])", r"\\\1", absolute)
 
 
@@ -219,8 +237,7 @@ def _parquet_recno(spark, df):
         run += c
     fcol, rcol, ocol = _free_names(df.columns, _FILE_COL, _ROW_COL, _OFF_COL)
     offsets = spark.createDataFrame(offs, f"`{fcol}` STRING, `{ocol}` BIGINT")
-    numbered = (df.withColumn(fcol, path).withColumn(rcol, F.col("_metadata.row_index"))
-                .join(F.broadcast(offsets), fcol))
+    numbered = df.withColumn(fcol, path).withColumn(rcol, F.col("_metadata.row_index")).join(F.broadcast(offsets), fcol)
     return numbered, (F.col(ocol) + F.col(rcol) + 1).cast("bigint"), files
 
 
@@ -250,7 +267,7 @@ def _file_name(hadoop_path: str) -> str:
 
     name = unquote(hadoop_path)
     if name.startswith("file:/") and not name.startswith("file://"):
-        return "file://" + name[len("file:"):]
+        return "file://" + name[len("file:") :]
     return name
 
 
@@ -270,8 +287,11 @@ def _read_jsonl(spark, path: str, src: int):
     from pyspark.sql import functions as F
 
     df = spark.read.text(path).select(
-        F.monotonically_increasing_id().alias("_mid"), F.col("_metadata.file_path").alias("_file"),
-        F.col("_metadata.file_block_start").alias("_block"), "value")
+        F.monotonically_increasing_id().alias("_mid"),
+        F.col("_metadata.file_path").alias("_file"),
+        F.col("_metadata.file_block_start").alias("_block"),
+        "value",
+    )
     numbered, files = _line_numbers(spark, df)
     return numbered.select(F.lit(src).alias("src"), "recno", "value"), files
 
@@ -288,8 +308,10 @@ def _line_numbers(spark, df):
     numbers."""
     from pyspark.sql import functions as F
 
-    splits = sorted((r._file, r._block, r.n, r.m) for r in
-                    df.groupBy("_file", "_block").agg(F.count("*").alias("n"), F.min("_mid").alias("m")).collect())
+    splits = sorted(
+        (r._file, r._block, r.n, r.m)
+        for r in df.groupBy("_file", "_block").agg(F.count("*").alias("n"), F.min("_mid").alias("m")).collect()
+    )
     deltas, files, run = [], [], 0
     for f, block, n, m in splits:
         if not files or files[-1][1] != f:
@@ -300,7 +322,8 @@ def _line_numbers(spark, df):
         return df.withColumn("recno", F.lit(0).cast("bigint")), []
     table = spark.createDataFrame(deltas, "_file STRING, _block BIGINT, _delta BIGINT")
     numbered = df.join(F.broadcast(table), ["_file", "_block"]).withColumn(
-        "recno", (F.col("_mid") + F.col("_delta")).cast("bigint"))
+        "recno", (F.col("_mid") + F.col("_delta")).cast("bigint")
+    )
     return numbered, [(first, _file_name(f)) for first, f in files]
 
 
@@ -326,8 +349,13 @@ def _read_zst_jsonl(spark, path: str, src: int):
     def batches():
         for start, block in JsonlSource(local).blocks():
             yield pa.RecordBatch.from_arrays(
-                [pa.array([src] * len(block), pa.int32()), pa.array(range(start, start + len(block)), pa.int64()),
-                 pa.array(block, pa.binary())], names=["src", "recno", "value"])
+                [
+                    pa.array([src] * len(block), pa.int32()),
+                    pa.array(range(start, start + len(block)), pa.int64()),
+                    pa.array(block, pa.binary()),
+                ],
+                names=["src", "recno", "value"],
+            )
 
     return _one_task(spark, batches, "src INT, recno BIGINT, value BINARY")
 
@@ -371,14 +399,20 @@ def _read_csv(spark, path: str, src: int):
 
 def _csv_batch(src: int, recs: list, vals: list, errs: list) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
-        [pa.array([src] * len(recs), pa.int32()), pa.array(recs, pa.int64()), pa.array(vals, pa.string()),
-         pa.array(errs, pa.string())], names=["src", "recno", "value", "error"])
+        [
+            pa.array([src] * len(recs), pa.int32()),
+            pa.array(recs, pa.int64()),
+            pa.array(vals, pa.string()),
+            pa.array(errs, pa.string()),
+        ],
+        names=["src", "recno", "value", "error"],
+    )
 
 
 def _local_path(path: str, what: str) -> str:
     if "://" in path and not path.startswith("file://"):
         raise InputFileError(f"{path}: the Spark engine reads {what} from the local file system only")
-    return path[len("file://"):] if path.startswith("file://") else os.path.abspath(path)
+    return path[len("file://") :] if path.startswith("file://") else os.path.abspath(path)
 
 
 def _one_task(spark, batches, ddl: str):

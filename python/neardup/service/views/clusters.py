@@ -1,8 +1,9 @@
 """/v1/clusters: the recent stories with copies, and one story's members."""
+
 from __future__ import annotations
 
-from fastapi import Query, Request
 from fastapi import Path as FPath
+from fastapi import Query, Request
 
 from neardup.errors import DocumentNotFoundError, IndexCorruptError
 from neardup.service.models import CLUSTER_NUMBER, ERR, ClusterCard, ClusterOut
@@ -38,8 +39,11 @@ def recent(request: Request, limit: int = Query(24, ge=1, le=500), snippets: boo
 
 
 @routes.get("/v1/clusters/{cluster_id}", response_model=ClusterOut, responses=ERR, summary="One story: its members")
-def get_cluster(request: Request, cluster_id: str = FPath(pattern=CLUSTER_NUMBER, description="a cluster number (digits only)"),
-                texts: bool = False):
+def get_cluster(
+    request: Request,
+    cluster_id: str = FPath(pattern=CLUSTER_NUMBER, description="a cluster number (digits only)"),
+    texts: bool = False,
+):
     refused = unknown_params(request, ("texts",))
     if refused is not None:
         return refused

@@ -1,9 +1,10 @@
 """/v1/documents: POST (check one article or a batch against the index, and add them; the
 fast path, fastpost.py, answers with :func:`add` too), GET and DELETE one article."""
+
 from __future__ import annotations
 
 import math
-from typing import Any, Union
+from typing import Any
 
 import orjson
 from fastapi import Query, Request
@@ -25,10 +26,15 @@ __all__ = ["add", "routes"]
 routes = Routes()
 
 
-@routes.post("/v1/documents", response_model=AddOut, responses=ERR,
-             summary="Check one article or a batch against the index, and add them")
-async def post_documents(request: Request, body: Union[BatchIn, DocumentIn],
-                         dry_run: bool = Query(False, description="only check; insert nothing")):
+@routes.post(
+    "/v1/documents",
+    response_model=AddOut,
+    responses=ERR,
+    summary="Check one article or a batch against the index, and add them",
+)
+async def post_documents(
+    request: Request, body: BatchIn | DocumentIn, dry_run: bool = Query(False, description="only check; insert nothing")
+):
     # a misspelt dry_run (dry-run, dryrun, DRY_RUN) or two of them would insert for real
     # where the client meant a check: refused, not ignored
     refused = encoded(request)
@@ -44,8 +50,12 @@ async def post_documents(request: Request, body: Union[BatchIn, DocumentIn],
     if refused is not None:
         return refused
     if len(params.getlist("dry_run")) > 1:
-        return err(422, "invalid_request", "dry_run is given more than once",
-                   [{"where": "query.dry_run", "problem": "given more than once"}])
+        return err(
+            422,
+            "invalid_request",
+            "dry_run is given more than once",
+            [{"where": "query.dry_run", "problem": "given more than once"}],
+        )
     st = service_of(request)
     return await add(st.writer, st.max_batch, body, dry_run, st.front, st.deadline)
 
@@ -72,8 +82,12 @@ def get_document(request: Request, doc_id: str):
 
 
 # (response_model: the answer's schema, a dict; an error is its JSONResponse, as is)
-@routes.delete("/v1/documents/{doc_id:neardup_id}", response_model=dict, responses=ERR,
-               summary="Remove an article (its cluster may split)")
+@routes.delete(
+    "/v1/documents/{doc_id:neardup_id}",
+    response_model=dict,
+    responses=ERR,
+    summary="Remove an article (its cluster may split)",
+)
 async def delete_document(request: Request, doc_id: str) -> dict | JSONResponse:
     refused = unknown_params(request, ())
     if refused is not None:
@@ -84,8 +98,14 @@ async def delete_document(request: Request, doc_id: str) -> dict | JSONResponse:
     return n if isinstance(n, JSONResponse) else {"removed": n, "id": typed}
 
 
-async def add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
-              dry_run: bool, timings: Timings, deadline: Deadline | None = None) -> Response:
+async def add(
+    writer: GroupWriter | WriterProcess,
+    max_batch: int,
+    body: BatchIn | DocumentIn,
+    dry_run: bool,
+    timings: Timings,
+    deadline: Deadline | None = None,
+) -> Response:
     """POST /v1/documents once its body is validated: the FastAPI route and the fast path
     (fastpost.py) both answer with this; its time goes to `timings` ("post", "post_dry_run").
     `deadline`: the write timeout (writes.written)."""
@@ -93,13 +113,21 @@ async def add(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[B
         return await _answer(writer, max_batch, body, dry_run, deadline)
 
 
-async def _answer(writer: GroupWriter | WriterProcess, max_batch: int, body: Union[BatchIn, DocumentIn],
-                  dry_run: bool, deadline: Deadline | None = None) -> Response:
+async def _answer(
+    writer: GroupWriter | WriterProcess,
+    max_batch: int,
+    body: BatchIn | DocumentIn,
+    dry_run: bool,
+    deadline: Deadline | None = None,
+) -> Response:
     batch = isinstance(body, BatchIn)
     docs = body.documents if isinstance(body, BatchIn) else [body]
     if len(docs) > max_batch:
-        return err(413, "batch_too_large", f"{len(docs):,} documents in one request, over the limit of "
-                   f"{max_batch:,} (neardup serve --max-batch)")
+        return err(
+            413,
+            "batch_too_large",
+            f"{len(docs):,} documents in one request, over the limit of {max_batch:,} (neardup serve --max-batch)",
+        )
     recs = []
     for i, d in enumerate(docs):
         problem = document_problem(d)

@@ -1,5 +1,6 @@
 """/v1/health (liveness: is the writer answering, or busy, or stopped) and /v1/stats (counts,
 sizes, settings, and the service's own: its writer, its timings, the host's CPU)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,10 +45,17 @@ def stats(request: Request) -> dict:
     return out
 
 
-@routes.get("/v1/health", summary="Liveness", responses={503: {
-    "description": "the writer does not answer within the health timeout and is not working (stopped, "
-                   "hung), or has been busy with one group for over the write timeout: writes wait "
-                   "for it, up to the write timeout"}})
+@routes.get(
+    "/v1/health",
+    summary="Liveness",
+    responses={
+        503: {
+            "description": "the writer does not answer within the health timeout and is not working (stopped, "
+            "hung), or has been busy with one group for over the write timeout: writes wait "
+            "for it, up to the write timeout"
+        }
+    },
+)
 async def health(request: Request):
     st = service_of(request)
     writer, started, write_timeout, waiting_ping = st.writer, st.started, st.write_timeout, st.waiting_ping
@@ -57,8 +65,11 @@ async def health(request: Request):
     proc = writer if isinstance(writer, WriterProcess) else None
     thread = writer if not isinstance(writer, WriterProcess) else None
     alive = proc.alive() if proc is not None else True
-    w: dict[str, Any] = {"kind": "process" if proc is not None else "thread",
-                         "pid": proc.pid if proc is not None else os.getpid(), "alive": alive}
+    w: dict[str, Any] = {
+        "kind": "process" if proc is not None else "thread",
+        "pid": proc.pid if proc is not None else os.getpid(),
+        "alive": alive,
+    }
     out = {"status": "ok" if alive else "degraded", "uptime_seconds": round(time.time() - started, 3), "writer": w}
     # alive is not enough: a writer process stopped (kill -STOP) or hung is alive, and every
     # write waited for it. Its main loop answers a ping between two groups; no answer within
@@ -80,8 +91,12 @@ async def health(request: Request):
     assert since is not None  # (None only for a ping answered meanwhile: WriterProcess.ping)
     now = time.time()
     out["uptime_seconds"] = round(now - started, 3)
-    w.update(answering=False, not_answering_since=round(since, 3),
-             not_answering_seconds=round(now - since, 3), **writer.backlog())
+    w.update(
+        answering=False,
+        not_answering_since=round(since, 3),
+        not_answering_seconds=round(now - since, 3),
+        **writer.backlog(),
+    )
     state = process_state(proc.pid) if proc is not None else None
     if state is not None:
         w["process_state"] = state
@@ -109,12 +124,21 @@ async def health(request: Request):
         how = f" (busy with one group for over the write timeout; it uses {working[0]:.0%} of a core)"
     else:
         how = f" (hung, or waiting on the disk: its CPU time has not grown for {working[1]:.1f} s)"
-    out["error"] = {"status": 503, "code": "writer_not_answering", "details": None, "message": (
-        f"the writer {'process' if proc is not None else 'thread'} has not answered for {now - since:.1f} s{how}: "
-        f"{w['requests_waiting']} request(s) wait for it; a write waits up to "
-        + (f"{write_timeout:g} s (--write-timeout), then answers 503 writer_timeout"
-           if write_timeout is not None else "no limit (--write-timeout 0)")
-        + "; reads go on")}
+    out["error"] = {
+        "status": 503,
+        "code": "writer_not_answering",
+        "details": None,
+        "message": (
+            f"the writer {'process' if proc is not None else 'thread'} has not answered for {now - since:.1f} s{how}: "
+            f"{w['requests_waiting']} request(s) wait for it; a write waits up to "
+            + (
+                f"{write_timeout:g} s (--write-timeout), then answers 503 writer_timeout"
+                if write_timeout is not None
+                else "no limit (--write-timeout 0)"
+            )
+            + "; reads go on"
+        ),
+    }
     return JSONResponse(status_code=503, content=out)
 
 
@@ -150,8 +174,12 @@ def _service_stats(writer: GroupWriter | WriterProcess, front: Timings, started:
     proc = isinstance(writer, WriterProcess)
     sync = writer.open_kw.get("sync", "full") if isinstance(writer, WriterProcess) else writer.index.sync
     out: dict[str, Any] = {
-        "uptime_seconds": round(time.time() - started, 3), "writer": "process" if proc else "thread",
-        "sync": "full" if sync == "group" else sync, "timings": front.as_dict(), "host_cpu": host_cpu()}
+        "uptime_seconds": round(time.time() - started, 3),
+        "writer": "process" if proc else "thread",
+        "sync": "full" if sync == "group" else sync,
+        "timings": front.as_dict(),
+        "host_cpu": host_cpu(),
+    }
     try:
         # the writer process answers between two groups: during a large batch's add its
         # stages are left out rather than holding this request for seconds

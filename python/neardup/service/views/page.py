@@ -1,4 +1,5 @@
 """/: the web page for a person (page.py holds it), outside the API's schema."""
+
 from __future__ import annotations
 
 from fastapi.responses import HTMLResponse
