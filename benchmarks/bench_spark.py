@@ -109,7 +109,7 @@ def _open_log(path: str):
 
 def _caller(details: str) -> str:
     for line in details.splitlines():
-        if "neardup/engines/spark/run.py" in line:
+        if "neardup/engines/spark/" in line:  # (run.py and stages.py start the jobs)
             return line.strip()
     return ""
 

@@ -144,14 +144,26 @@ def record_index(name: str, corpus: Path, work: Path, dest: Path, method: str) -
     (out / "query-day0.txt").write_text(proc.stdout)
 
 
+def content(p: Path, work: bytes) -> bytes:
+    """What is compared of an output file: its bytes, the record's own work directory written
+    as <work> (a skipped record's file is named in report.json and in the index's skip lists);
+    of a Parquet file, its schema and rows (Spark's writer lists a column's encodings in the
+    footer in an order that changes from one JVM to the next, with the same data)."""
+    if p.suffix == ".parquet" or (p.name.startswith("part-") and ".parquet" in p.name):
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p)
+        return (str(table.schema) + "\n" + json.dumps(table.to_pylist(), default=str)).encode()
+    return p.read_bytes().replace(work, b"<work>")
+
+
 def manifest(dest: Path) -> None:
-    """SHA-256 of every output, the record's own work directory written as <work> (a skipped
-    record's file is named in report.json and in the index's skip lists)."""
+    """SHA-256 of every output's :func:`content`."""
     work = str((dest / "_work").resolve()).encode()
     files = {}
     for p in sorted(dest.rglob("*")):
         if p.is_file() and p.name != "manifest.json" and "_work" not in p.parts:
-            files[str(p.relative_to(dest))] = hashlib.sha256(p.read_bytes().replace(work, b"<work>")).hexdigest()
+            files[str(p.relative_to(dest))] = hashlib.sha256(content(p, work)).hexdigest()
     (dest / "manifest.json").write_text(json.dumps(files, indent=1) + "\n")
     print(f"{len(files)} files recorded in {dest}")
 

@@ -30,6 +30,7 @@ Data flow (N = ``partitions``; every arrow is a kernel from :mod:`neardup.kernel
 So the corpus crosses the JVM/Python boundary once in full (step 1) and is never shuffled;
 only the bucket members' texts (a few percent) are read a second time.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,9 @@ DEFAULT_MAX_ROUNDS = 64
 # ---- session ----------------------------------------------------------------------------
 
 
-def session(master: str = "local[2]", app_name: str = "neardup", conf: dict | None = None,
-            shuffle_partitions: int | None = None):
+def session(
+    master: str = "local[2]", app_name: str = "neardup", conf: dict | None = None, shuffle_partitions: int | None = None
+):
     """A SparkSession for neardup. With a ``local[...]`` master everything is bound to
     127.0.0.1 and the UI is off; executors run this interpreter (``PYSPARK_PYTHON``)."""
     from pyspark.sql import SparkSession
@@ -147,8 +149,17 @@ def read_outputs(outdir: str) -> SparkDedupResult:
 # ---- the run ----------------------------------------------------------------------------
 
 
-def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, checkpoint_dir: str | None = None,
-                max_rounds: int = DEFAULT_MAX_ROUNDS, collect: bool = False, **kwargs) -> SparkDedupResult:
+def dedup_spark(
+    spark,
+    inputs,
+    out=None,
+    *,
+    partitions: int | None = None,
+    checkpoint_dir: str | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    collect: bool = False,
+    **kwargs,
+) -> SparkDedupResult:
     """``neardup.dedup`` on Spark: the same keyword arguments (``id_field``, ``threshold``,
     ``prefer_source``, ``method``, ``max_distance``, ...). ``inputs``: JSONL/Parquet paths
     (local or any Hadoop file system URL), CSV/TSV and .jsonl.zst paths (local file system)
@@ -157,18 +168,42 @@ def dedup_spark(spark, inputs, out=None, *, partitions: int | None = None, check
     ``collect=True`` also returns the output rows (small runs and tests only)."""
     kwargs.pop("progress", None)
     opts = DedupOptions.from_kwargs(**kwargs)
-    return run_spark(spark, inputs, out, opts, partitions=partitions, checkpoint_dir=checkpoint_dir,
-                     max_rounds=max_rounds, collect=collect)
+    return run_spark(
+        spark,
+        inputs,
+        out,
+        opts,
+        partitions=partitions,
+        checkpoint_dir=checkpoint_dir,
+        max_rounds=max_rounds,
+        collect=collect,
+    )
 
 
-def run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None = None,
-              checkpoint_dir: str | None = None, max_rounds: int = DEFAULT_MAX_ROUNDS,
-              collect: bool = False) -> SparkDedupResult:
+def run_spark(
+    spark,
+    inputs,
+    out,
+    opts: DedupOptions,
+    *,
+    partitions: int | None = None,
+    checkpoint_dir: str | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+    collect: bool = False,
+) -> SparkDedupResult:
     # Ctrl-C raises KeyboardInterrupt and nothing else while the run goes (plain_sigint): the
     # run's own cleanup cancels its job group, as after SIGTERM in the command
     with plain_sigint():
-        return _run_spark(spark, inputs, out, opts, partitions=partitions, checkpoint_dir=checkpoint_dir,
-                          max_rounds=max_rounds, collect=collect)
+        return _run_spark(
+            spark,
+            inputs,
+            out,
+            opts,
+            partitions=partitions,
+            checkpoint_dir=checkpoint_dir,
+            max_rounds=max_rounds,
+            collect=collect,
+        )
 
 
 @contextmanager
@@ -211,12 +246,22 @@ def plain_sigint():
 
 def _is_pyspark_sigint(h) -> bool:
     """`h` is the SIGINT handler a SparkContext installs (``SparkContext.__init__``'s own)."""
-    return getattr(h, "__qualname__", "").startswith("SparkContext.") and \
-        getattr(h, "__module__", "").startswith("pyspark.")
+    return getattr(h, "__qualname__", "").startswith("SparkContext.") and getattr(h, "__module__", "").startswith(
+        "pyspark."
+    )
 
 
-def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None,
-               checkpoint_dir: str | None, max_rounds: int, collect: bool) -> SparkDedupResult:
+def _run_spark(
+    spark,
+    inputs,
+    out,
+    opts: DedupOptions,
+    *,
+    partitions: int | None,
+    checkpoint_dir: str | None,
+    max_rounds: int,
+    collect: bool,
+) -> SparkDedupResult:
     """The run: its stages (:func:`_stages`) inside a job group of their own, and the
     lifecycle around them: an interrupt or a failure cancels the run's jobs and discards the
     outputs' staging directory; the session's settings are put back and the run's cache
@@ -245,8 +290,9 @@ def _run_spark(spark, inputs, out, opts: DedupOptions, *, partitions: int | None
         _clean_up(run, sc, saved_group, interrupted)
 
 
-def _new_run(spark, inputs, out, opts: DedupOptions, partitions: int | None, checkpoint_dir: str | None,
-             max_rounds: int) -> SparkRun:
+def _new_run(
+    spark, inputs, out, opts: DedupOptions, partitions: int | None, checkpoint_dir: str | None, max_rounds: int
+) -> SparkRun:
     """The run's parameters checked (before any job), its output directory made."""
     opts.check()
     if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1):
@@ -262,9 +308,20 @@ def _new_run(spark, inputs, out, opts: DedupOptions, partitions: int | None, che
     params = K.KernelParams.from_options(opts, b, r, threads=1)
     if checkpoint_dir:
         spark.sparkContext.setCheckpointDir(checkpoint_dir)
-    return SparkRun(spark=spark, inputs=inputs, out=out, opts=opts, limits=opts.limits(), params=params,
-                    bands=b, rows=r, partitions=partitions, reliable_checkpoints=bool(checkpoint_dir),
-                    max_rounds=max_rounds, t_start=t_start)
+    return SparkRun(
+        spark=spark,
+        inputs=inputs,
+        out=out,
+        opts=opts,
+        limits=opts.limits(),
+        params=params,
+        bands=b,
+        rows=r,
+        partitions=partitions,
+        reliable_checkpoints=bool(checkpoint_dir),
+        max_rounds=max_rounds,
+        t_start=t_start,
+    )
 
 
 def _stages(run: SparkRun, collect: bool) -> SparkDedupResult:
@@ -297,8 +354,16 @@ def _write_outputs(run: SparkRun, out: str, frames: OutputFrames, report: dict[s
     run.output_stage = OutputStage(out)
     run.output_stage.create()
     with run.log.stage("write") as st:
-        files = write_outputs(run.output_stage.path, frames.clusters, frames.pairs, frames.dropped, frames.alts,
-                              run.sources, run.opts, run.spark)
+        files = write_outputs(
+            run.output_stage.path,
+            frames.clusters,
+            frames.pairs,
+            frames.dropped,
+            frames.alts,
+            run.sources,
+            run.opts,
+            run.spark,
+        )
         st.count = len(files)
     report["outdir"] = os.fspath(out)
     report["files"] = files + ["report.json"]
@@ -407,6 +472,7 @@ def _stop_jobs(spark, group: str, exc: BaseException, wait: float = STOP_WAIT) -
 def _bounded(fn, deadline: float) -> None:
     """``fn()`` in a daemon thread (a py4j connection of its own), waited for until `deadline`;
     its errors are dropped."""
+
     def run() -> None:
         try:
             fn()

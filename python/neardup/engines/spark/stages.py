@@ -7,6 +7,7 @@ interrupt, the outputs' staging directory, the cleanup); the data flow is told i
 A step reads the fields earlier steps set and sets its own. Functions sent to the executors
 (the ``_map`` kernels) close over the kernel parameters only, never over the run object (it
 holds the SparkSession)."""
+
 from __future__ import annotations
 
 import json
@@ -28,12 +29,15 @@ from neardup.stages.report import StageLog
 
 MAX_SKIPPED_LISTED = 1000
 
-_CHECKED_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE, source STRING, "
-                "time_error STRING, error STRING")
+_CHECKED_DDL = (
+    "pos BIGINT, id STRING, id_int BOOLEAN, text STRING, time DOUBLE, source STRING, time_error STRING, error STRING"
+)
 
 
-_META_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING, time_error STRING, "
-             "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>, fp BIGINT")
+_META_DDL = (
+    "pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING, time_error STRING, "
+    "error STRING, xkey BIGINT, ntok BIGINT, bkeys ARRAY<BIGINT>, fp BIGINT"
+)
 
 
 # ---- the run's state --------------------------------------------------------------------
@@ -42,6 +46,7 @@ _META_DDL = ("pos BIGINT, id STRING, id_int BOOLEAN, time DOUBLE, source STRING,
 @dataclass
 class Counts:
     """What the stages counted (the report's numbers)."""
+
     per_input_rows: dict = field(default_factory=dict)  # input index -> (rows, bad rows)
     dups_per_input: dict = field(default_factory=dict)  # input index -> duplicate ids
     bad: int = 0
@@ -65,6 +70,7 @@ class Counts:
 class SparkRun:
     """One run: its parameters, its DataFrames as the stages make them, the stage log and the
     DataFrames to unpersist at the end (``cached``)."""
+
     spark: Any
     inputs: Any
     out: str | None
@@ -114,6 +120,7 @@ class SparkRun:
 @dataclass
 class OutputFrames:
     """The outputs as DataFrames (not computed yet)."""
+
     clusters: Any
     pairs: Any
     dropped: Any  # every record that is not kept
@@ -161,15 +168,20 @@ def _bad_records_and_duplicate_ids(run: SparkRun) -> None:
     from pyspark.sql import functions as F
 
     checked, n = run.checked, run.n
-    n.per_input_rows = {int(x.s): (int(x.n), int(x.bad)) for x in checked.groupBy(_src_of()).agg(
-        F.count("*").alias("n"), F.sum(F.col("error").isNotNull().cast("int")).alias("bad")).collect()}
+    n.per_input_rows = {
+        int(x.s): (int(x.n), int(x.bad))
+        for x in checked.groupBy(_src_of())
+        .agg(F.count("*").alias("n"), F.sum(F.col("error").isNotNull().cast("int")).alias("bad"))
+        .collect()
+    }
     n.bad = sum(v[1] for v in n.per_input_rows.values())
     good = checked.filter(F.col("error").isNull())
     # the earliest record of each id by a window: one shuffle by id (a groupBy and a
     # join back to the records took two)
     first_pos = F.min("pos").over(Window.partitionBy("id"))
-    run.dups = run.persist(good.select("pos", "id").withColumn("first_pos", first_pos)
-                           .filter(F.col("pos") != F.col("first_pos")))
+    run.dups = run.persist(
+        good.select("pos", "id").withColumn("first_pos", first_pos).filter(F.col("pos") != F.col("first_pos"))
+    )
     dup_first = _list_skipped(run)
     n.dups_per_input = dict(run.dups.groupBy(_src_of()).count().collect()) if dup_first else {}
     n.dups = sum(n.dups_per_input.values())
@@ -182,17 +194,29 @@ def _list_skipped(run: SparkRun) -> list:
     from pyspark.sql import functions as F
 
     sources, fields = run.sources, run.opts.fields
-    errors_first = (run.checked.filter(F.col("error").isNotNull()).select("pos", "error")
-                    .orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()) if run.n.bad else []
+    errors_first = (
+        (
+            run.checked.filter(F.col("error").isNotNull())
+            .select("pos", "error")
+            .orderBy("pos")
+            .limit(MAX_SKIPPED_LISTED)
+            .collect()
+        )
+        if run.n.bad
+        else []
+    )
     dup_first = run.dups.orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
     # (the file and line of a record of an input of several files: Source.where)
-    listed = [(row.pos, sources[int(row.pos) >> K.POS_SHIFT].located(_rec_error(json.loads(row.error))))
-              for row in errors_first]
+    listed = [
+        (row.pos, sources[int(row.pos) >> K.POS_SHIFT].located(_rec_error(json.loads(row.error))))
+        for row in errors_first
+    ]
     for row in dup_first:
         name, rn = _where(sources, row.pos)
         first_name, frn = _where(sources, row.first_pos)
-        listed.append((row.pos, RecordError(name, rn, f"duplicate id {row.id!r} (first at {first_name}:{frn})",
-                                            field=fields.id)))
+        listed.append(
+            (row.pos, RecordError(name, rn, f"duplicate id {row.id!r} (first at {first_name}:{frn})", field=fields.id))
+        )
     listed.sort(key=lambda x: x[0])
     run.listed = listed
     if listed and run.opts.on_error == "stop":
@@ -209,14 +233,22 @@ def exact_pass(run: SparkRun) -> None:
     with run.log.stage("exact") as st:
         valid, n = run.valid, run.n
         cols = [c for c in valid.columns if c not in ("bkeys", "fp")]
-        run.docs = docs = run.persist(_map(valid.select(*cols).repartition(run.N, "xkey"), _exact_pass,
-                                           _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "")
-                                           + ", rep BIGINT, lead BOOLEAN", whole_partition=True))
+        run.docs = docs = run.persist(
+            _map(
+                valid.select(*cols).repartition(run.N, "xkey"),
+                _exact_pass,
+                _META_DDL.replace(", bkeys ARRAY<BIGINT>, fp BIGINT", "") + ", rep BIGINT, lead BOOLEAN",
+                whole_partition=True,
+            )
+        )
         dup_rep = F.when(F.col("rep") != F.col("pos"), F.col("rep"))
-        agg = docs.agg(F.count("*").alias("n"), F.count(dup_rep).alias("n_exact"),
-                       F.sum(F.col("lead").cast("long")).alias("groups"),
-                       F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens"),
-                       F.count("time_error").alias("te")).first()
+        agg = docs.agg(
+            F.count("*").alias("n"),
+            F.count(dup_rep).alias("n_exact"),
+            F.sum(F.col("lead").cast("long")).alias("groups"),
+            F.sum((F.col("ntok") == 0).cast("long")).alias("no_tokens"),
+            F.count("time_error").alias("te"),
+        ).first()
         n.docs, n.exact, n.exact_groups = int(agg.n), int(agg.n_exact), int(agg.groups or 0)
         n.no_tokens, n.time_errors = int(agg.no_tokens or 0), int(agg.te or 0)
         st.count = n.exact
@@ -250,8 +282,11 @@ def verify_candidates(run: SparkRun) -> None:
         run.n.near = run.near.count()
         st.count = run.n.near
         settings = run.opts.settings
-        st.note = (f"{settings.verify} {settings.measure}; spanning edges of each bucket's union-find"
-                   if settings.verify == "exact" or not run.simhash else "estimate: 1 - distance / 64")
+        st.note = (
+            f"{settings.verify} {settings.measure}; spanning edges of each bucket's union-find"
+            if settings.verify == "exact" or not run.simhash
+            else "estimate: 1 - distance / 64"
+        )
 
 
 def _verification_payload(run: SparkRun) -> None:
@@ -266,7 +301,10 @@ def _verification_payload(run: SparkRun) -> None:
         run.payload, run.col = members.select("pos", "fp").distinct(), "fp"
     else:
         texts = _texts(run.sources, members.select("pos").distinct(), fields, limits)
-        run.payload, run.col = run.persist(_map(texts, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")), "sig"
+        run.payload, run.col = (
+            run.persist(_map(texts, lambda t: K.signatures(t, params), "pos BIGINT, sig BINARY")),
+            "sig",
+        )
 
 
 def _verified_edges(run: SparkRun):
@@ -277,11 +315,13 @@ def _verified_edges(run: SparkRun):
         if run.opts.settings.verify == "exact":
             vin = vin.join(payload, "pos").select("bid", "band", "pos", "fp", "text")
         # each candidate pair is owned by one bucket: no pair is verified twice
-        return run.persist(_map(vin.repartition(N, "bid"), lambda t: K.simhash_verify(t, params), edge_ddl,
-                                whole_partition=True))
+        return run.persist(
+            _map(vin.repartition(N, "bid"), lambda t: K.simhash_verify(t, params), edge_ddl, whole_partition=True)
+        )
     vin = members.join(payload, "pos").select("bid", "pos", run.col).repartition(N, "bid")
-    return run.persist(_map(vin, lambda t: K.verify_buckets(t, params), edge_ddl,
-                            whole_partition=True).dropDuplicates(["a", "b"]))  # a pair in several buckets
+    return run.persist(
+        _map(vin, lambda t: K.verify_buckets(t, params), edge_ddl, whole_partition=True).dropDuplicates(["a", "b"])
+    )  # a pair in several buckets
 
 
 # ---- 4. connected components, 5. keepers ------------------------------------------------
@@ -315,22 +355,29 @@ def choose_keepers(run: SparkRun) -> None:
 
     labels, n = run.labels, run.n
     kin = labels.join(run.docs.select("pos", "id", "time", "source", "xkey", "rep"), "pos").repartition(run.N, "label")
-    ddl = ("label BIGINT, pos BIGINT, id STRING, rank BIGINT, size BIGINT, keeper_pos BIGINT, "
-           "keeper_id STRING, rep BIGINT, keeper_rep BIGINT, exact BOOLEAN")
+    ddl = (
+        "label BIGINT, pos BIGINT, id STRING, rank BIGINT, size BIGINT, keeper_pos BIGINT, "
+        "keeper_id STRING, rep BIGINT, keeper_rep BIGINT, exact BOOLEAN"
+    )
     prefer = tuple(run.opts.settings.prefer_source)
     run.mem_rows = run.persist(_map(kin, lambda t: K.keeper_rows(t, prefer), ddl, whole_partition=True))
     # clusters numbered by label order (one row per cluster; a DataFrame window, not
     # an RDD round trip through Python)
-    cluster_ids = (labels.select("label").distinct()
-                   .withColumn("cluster", F.row_number().over(Window.orderBy("label")) - 1))
-    full = (run.mem_rows.join(cluster_ids, "label")
-            .join(_keeper_similarities(run).select("pos", "similarity6"), "pos", "left")
-            .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.col("similarity6")))
-            .withColumn("match", F.when(F.col("exact"), F.lit("exact")).otherwise(F.lit("near"))))
+    cluster_ids = (
+        labels.select("label").distinct().withColumn("cluster", F.row_number().over(Window.orderBy("label")) - 1)
+    )
+    full = (
+        run.mem_rows.join(cluster_ids, "label")
+        .join(_keeper_similarities(run).select("pos", "similarity6"), "pos", "left")
+        .withColumn("similarity", F.when(F.col("exact"), F.lit(1.0)).otherwise(F.col("similarity6")))
+        .withColumn("match", F.when(F.col("exact"), F.lit("exact")).otherwise(F.lit("near")))
+    )
     run.full = full = run.persist(full)
-    agg = full.agg(F.sum((F.col("rank") == 0).cast("long")).alias("c"),
-                   F.sum((F.col("rank") > 0).cast("long")).alias("r"),
-                   F.sum(((F.col("rank") > 0) & ~F.col("exact")).cast("long")).alias("nr")).first()
+    agg = full.agg(
+        F.sum((F.col("rank") == 0).cast("long")).alias("c"),
+        F.sum((F.col("rank") > 0).cast("long")).alias("r"),
+        F.sum(((F.col("rank") > 0) & ~F.col("exact")).cast("long")).alias("nr"),
+    ).first()
     n.clusters, n.removed, n.near_removed = int(agg.c or 0), int(agg.r or 0), int(agg.nr or 0)
 
 
@@ -344,11 +391,20 @@ def _keeper_similarities(run: SparkRun):
     need = run.mem_rows.filter((F.col("rank") > 0) & ~F.col("exact"))
     # both texts of each pair in one shuffle: the (small) pair ends are broadcast
     # against the payload, which is streamed, then gathered by member
-    ends = F.broadcast(need.select("pos", F.col("rep").alias("tp"), F.lit(0).alias("side")).unionByName(
-        need.select("pos", F.col("keeper_rep").alias("tp"), F.lit(1).alias("side"))))
-    pairs_in = (run.payload.select(F.col("pos").alias("tp"), col).join(ends, "tp").groupBy("pos")
-                .agg(F.max(F.when(F.col("side") == 0, F.col(col))).alias(col + "_a"),
-                     F.max(F.when(F.col("side") == 1, F.col(col))).alias(col + "_b")))
+    ends = F.broadcast(
+        need.select("pos", F.col("rep").alias("tp"), F.lit(0).alias("side")).unionByName(
+            need.select("pos", F.col("keeper_rep").alias("tp"), F.lit(1).alias("side"))
+        )
+    )
+    pairs_in = (
+        run.payload.select(F.col("pos").alias("tp"), col)
+        .join(ends, "tp")
+        .groupBy("pos")
+        .agg(
+            F.max(F.when(F.col("side") == 0, F.col(col))).alias(col + "_a"),
+            F.max(F.when(F.col("side") == 1, F.col(col))).alias(col + "_b"),
+        )
+    )
     ddl_s = "pos BIGINT, similarity DOUBLE, similarity6 DOUBLE"
     return _map(pairs_in, lambda t: K.pair_similarity(t, params), ddl_s)
 
@@ -361,24 +417,43 @@ def output_frames(run: SparkRun) -> OutputFrames:
     from pyspark.sql import functions as F
 
     full = run.full
-    clusters_df = (full.filter(F.col("rank") > 0)
-                   .groupBy("cluster", "keeper_id", "size")
-                   .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "similarity", "match"))).alias("m"))
-                   .select("cluster", F.col("keeper_id").alias("keeper"), "size",
-                           F.transform("m", lambda x: F.struct(x["id"].alias("id"), x["similarity"].alias("similarity"),
-                                                               x["match"].alias("match"))).alias("members"))
-                   .orderBy("cluster"))
+    clusters_df = (
+        full.filter(F.col("rank") > 0)
+        .groupBy("cluster", "keeper_id", "size")
+        .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "similarity", "match"))).alias("m"))
+        .select(
+            "cluster",
+            F.col("keeper_id").alias("keeper"),
+            "size",
+            F.transform(
+                "m",
+                lambda x: F.struct(x["id"].alias("id"), x["similarity"].alias("similarity"), x["match"].alias("match")),
+            ).alias("members"),
+        )
+        .orderBy("cluster")
+    )
     pairs_df = _pairs_frame(run)
     # alternates of each keeper, in rule order; ``alt_int``: which ids were integers in the
     # input (the local engine writes them back as numbers)
     removed_rows = F.broadcast(full.filter(F.col("rank") > 0).select("pos", "keeper_pos", "rank", "id"))
-    alts = (run.docs.select("pos", "id_int").join(removed_rows, "pos").groupBy(F.col("keeper_pos").alias("pos"))
-            .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "id_int"))).alias("alts"))
-            .select("pos", F.transform("alts", lambda x: x["id"]).alias("alternates"),
-                    F.transform("alts", lambda x: x["id_int"]).alias("alt_int")))
+    alts = (
+        run.docs.select("pos", "id_int")
+        .join(removed_rows, "pos")
+        .groupBy(F.col("keeper_pos").alias("pos"))
+        .agg(F.sort_array(F.collect_list(F.struct("rank", "id", "id_int"))).alias("alts"))
+        .select(
+            "pos",
+            F.transform("alts", lambda x: x["id"]).alias("alternates"),
+            F.transform("alts", lambda x: x["id_int"]).alias("alt_int"),
+        )
+    )
     # every record that is not kept: bad records, duplicate ids, copies removed
-    dropped = (run.checked.filter(F.col("error").isNotNull()).select("pos")
-               .unionByName(run.dups.select("pos")).unionByName(full.filter(F.col("rank") > 0).select("pos")))
+    dropped = (
+        run.checked.filter(F.col("error").isNotNull())
+        .select("pos")
+        .unionByName(run.dups.select("pos"))
+        .unionByName(full.filter(F.col("rank") > 0).select("pos"))
+    )
     return OutputFrames(clusters=clusters_df, pairs=pairs_df, dropped=dropped, alts=alts)
 
 
@@ -388,16 +463,27 @@ def _pairs_frame(run: SparkRun):
 
     docs = run.docs
     idmap = docs.select(F.col("pos").alias("p"), F.col("id").alias("pid"))
-    pairs_exact = (docs.filter(F.col("rep") != F.col("pos"))
-                   .select(F.col("rep").alias("pa"), F.col("pos").alias("pb"), F.lit(1.0).alias("similarity"),
-                           F.lit("exact").alias("match"), F.lit(0).alias("kind")))
-    pairs_near = run.near.select(F.least("a", "b").alias("pa"), F.greatest("a", "b").alias("pb"),
-                                 F.col("similarity6").alias("similarity"), F.lit("near").alias("match"),
-                                 F.lit(1).alias("kind"))
-    return (pairs_exact.unionByName(pairs_near)
-            .join(idmap.withColumnRenamed("p", "pa").withColumnRenamed("pid", "a"), "pa")
-            .join(idmap.withColumnRenamed("p", "pb").withColumnRenamed("pid", "b"), "pb")
-            .orderBy("kind", "pa", "pb").select("a", "b", "similarity", "match"))
+    pairs_exact = docs.filter(F.col("rep") != F.col("pos")).select(
+        F.col("rep").alias("pa"),
+        F.col("pos").alias("pb"),
+        F.lit(1.0).alias("similarity"),
+        F.lit("exact").alias("match"),
+        F.lit(0).alias("kind"),
+    )
+    pairs_near = run.near.select(
+        F.least("a", "b").alias("pa"),
+        F.greatest("a", "b").alias("pb"),
+        F.col("similarity6").alias("similarity"),
+        F.lit("near").alias("match"),
+        F.lit(1).alias("kind"),
+    )
+    return (
+        pairs_exact.unionByName(pairs_near)
+        .join(idmap.withColumnRenamed("p", "pa").withColumnRenamed("pid", "a"), "pa")
+        .join(idmap.withColumnRenamed("p", "pb").withColumnRenamed("pid", "b"), "pb")
+        .orderBy("kind", "pa", "pb")
+        .select("a", "b", "similarity", "match")
+    )
 
 
 def collect_rows(run: SparkRun, frames: OutputFrames, result) -> None:
@@ -407,7 +493,9 @@ def collect_rows(run: SparkRun, frames: OutputFrames, result) -> None:
     result.clusters = [_cluster_row(x) for x in frames.clusters.collect()]
     result.pairs = [x.asDict() for x in frames.pairs.collect()]
     removed = run.full.filter(F.col("rank") > 0).select("pos")
-    result.kept = [x.id for x in run.docs.join(removed, "pos", "left_anti").select("pos", "id").orderBy("pos").collect()]
+    result.kept = [
+        x.id for x in run.docs.join(removed, "pos", "left_anti").select("pos", "id").orderBy("pos").collect()
+    ]
 
 
 # ---- the report -------------------------------------------------------------------------
@@ -418,9 +506,14 @@ def build_report(run: SparkRun) -> dict[str, Any]:
     spark, opts, n = run.spark, run.opts, run.n
     report: dict[str, Any] = {
         "engine": "spark",
-        "spark": {"master": spark.sparkContext.master, "version": spark.version, "partitions": run.N,
-                  "components_rounds": n.rounds, "band_rows": n.signatures * run.params.nkeys,
-                  "bucket_member_rows": n.member_rows},
+        "spark": {
+            "master": spark.sparkContext.master,
+            "version": spark.version,
+            "partitions": run.N,
+            "components_rounds": n.rounds,
+            "band_rows": n.signatures * run.params.nkeys,
+            "bucket_member_rows": n.member_rows,
+        },
         "inputs": [],
         "method": opts.settings.method,
         "options": opts.as_dict(),
@@ -454,10 +547,13 @@ def build_report(run: SparkRun) -> dict[str, Any]:
 
 def _lsh_report(run: SparkRun) -> dict[str, Any]:
     settings, b, r = run.opts.settings, run.bands, run.rows
-    return {"bands": b, "rows": r,
-            "rule": "pinned" if settings.bands is not None else f"recall >= {settings.recall} at the threshold",
-            "p_at_threshold": float(candidate_probability(settings.threshold, b, r)),
-            "curve": curve_table(b, r)}
+    return {
+        "bands": b,
+        "rows": r,
+        "rule": "pinned" if settings.bands is not None else f"recall >= {settings.recall} at the threshold",
+        "p_at_threshold": float(candidate_probability(settings.threshold, b, r)),
+        "curve": curve_table(b, r),
+    }
 
 
 def _inputs_report(run: SparkRun) -> list[dict[str, Any]]:
@@ -473,8 +569,10 @@ def _unreadable_time_records(run: SparkRun) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
     te = run.docs.filter(F.col("time_error").isNotNull())
-    return [dict(zip(("file", "line"), _where(run.sources, x.pos)), field=run.opts.fields.time, reason=x.time_error)
-            for x in te.select("pos", "time_error").orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()]
+    return [
+        dict(zip(("file", "line"), _where(run.sources, x.pos)), field=run.opts.fields.time, reason=x.time_error)
+        for x in te.select("pos", "time_error").orderBy("pos").limit(MAX_SKIPPED_LISTED).collect()
+    ]
 
 
 # ---- reading ----------------------------------------------------------------------------
@@ -502,8 +600,12 @@ def _texts(sources, pos_df, fields: Fields, limits: Limits):
 
     names = [s.path for s in sources]
     want = F.broadcast(pos_df.select("pos"))
-    parts = [_map(s.check_input(s.raw.join(want, "pos", "left_semi")), s.checker(fields, limits, names),
-                  _CHECKED_DDL).select("pos", "text") for s in sources]
+    parts = [
+        _map(
+            s.check_input(s.raw.join(want, "pos", "left_semi")), s.checker(fields, limits, names), _CHECKED_DDL
+        ).select("pos", "text")
+        for s in sources
+    ]
     return _union(parts)
 
 
@@ -516,8 +618,9 @@ def _minhash_members(reps, N: int, persist):
     from pyspark.sql import functions as F
 
     bands = reps.select("pos", F.posexplode("bkeys").alias("band", "key"))
-    buckets = _map(bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>",
-                   whole_partition=True).dropDuplicates(["members"])
+    buckets = _map(
+        bands.repartition(N, "band", "key"), K.bucket_members, "members ARRAY<BIGINT>", whole_partition=True
+    ).dropDuplicates(["members"])
     buckets = buckets.withColumn("bid", F.xxhash64("members"))
     members = persist(buckets.select("bid", F.posexplode("members").alias("i", "pos")))
     # a bucket is counted by its first member: no distinct count (and its extra shuffle)
@@ -532,8 +635,14 @@ def _simhash_members(reps, N: int, params, persist):
     from pyspark.sql import functions as F
 
     bands = reps.select("pos", "fp", F.posexplode("bkeys").alias("band", "key"))
-    members = persist(_map(bands.repartition(N, "band", "key"), lambda t: K.simhash_candidates(t, params),
-                           "bid BIGINT, band INT, pos BIGINT, fp BIGINT, ncand BIGINT", whole_partition=True))
+    members = persist(
+        _map(
+            bands.repartition(N, "band", "key"),
+            lambda t: K.simhash_candidates(t, params),
+            "bid BIGINT, band INT, pos BIGINT, fp BIGINT, ncand BIGINT",
+            whole_partition=True,
+        )
+    )
     agg = members.agg(F.sum("ncand").alias("c"), F.count("*").alias("m")).first()
     return members, int(agg.c or 0), int(agg.m)
 
@@ -580,8 +689,12 @@ def _append(t: pa.Table, extra: pa.Table, names: list[str]) -> pa.Table:
 
 
 def _cluster_row(x) -> dict:
-    return {"cluster": x.cluster, "keeper": x.keeper, "size": x.size,
-            "members": [{"id": m.id, "similarity": m.similarity, "match": m.match} for m in x.members]}
+    return {
+        "cluster": x.cluster,
+        "keeper": x.keeper,
+        "size": x.size,
+        "members": [{"id": m.id, "similarity": m.similarity, "match": m.match} for m in x.members],
+    }
 
 
 def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
@@ -607,8 +720,9 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
     converged = prev[0] == 0
     while not converged:
         if rounds >= max_rounds:
-            raise RuntimeError(f"connected components did not converge in {max_rounds} large-star/small-star rounds "
-                               "(raise max_rounds)")
+            raise RuntimeError(
+                f"connected components did not converge in {max_rounds} large-star/small-star rounds (raise max_rounds)"
+            )
         both = e.unionByName(e.select(F.col("v").alias("u"), F.col("u").alias("v")))
         ls = _map(both.repartition(N, "u"), K.large_star, "u BIGINT, v BIGINT", whole_partition=True)
         ss = _map(ls.repartition(N, "u"), K.small_star, "u BIGINT, v BIGINT", whole_partition=True)
@@ -618,8 +732,11 @@ def _components(spark, edges, N: int, max_rounds: int, reliable: bool):
         e = e_new
         converged = cur == prev
         prev = cur
-    labels = e.select(F.col("u").alias("pos"), F.col("v").alias("label")).unionByName(
-        e.select(F.col("v").alias("pos"), F.col("v").alias("label"))).distinct()
+    labels = (
+        e.select(F.col("u").alias("pos"), F.col("v").alias("label"))
+        .unionByName(e.select(F.col("v").alias("pos"), F.col("v").alias("label")))
+        .distinct()
+    )
     return labels, rounds
 
 
@@ -653,5 +770,6 @@ def _refuse_overwriting_inputs(files: list[str], out: str, output_format: str) -
             if os.path.exists(f):
                 r = os.path.realpath(f)
                 if r == t or r.startswith(t + os.sep) or (os.path.isfile(t) and os.path.samefile(f, t)):
-                    raise OutputError(f"{target}: this output would overwrite the input {f}: give another "
-                                      "output directory")
+                    raise OutputError(
+                        f"{target}: this output would overwrite the input {f}: give another output directory"
+                    )
