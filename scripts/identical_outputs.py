@@ -20,6 +20,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -162,8 +163,11 @@ def manifest(dest: Path) -> None:
     work = str((dest / "_work").resolve()).encode()
     files = {}
     for p in sorted(dest.rglob("*")):
-        if p.is_file() and p.name != "manifest.json" and "_work" not in p.parts:
-            files[str(p.relative_to(dest))] = hashlib.sha256(content(p, work)).hexdigest()
+        if not p.is_file() or p.name == "manifest.json" or "_work" in p.parts or p.name.endswith(".crc"):
+            continue  # (Hadoop's checksum files beside Spark's parts)
+        # a Spark part is named part-NNNNN-<a run's UUID>-c000...: compared by its number
+        name = re.sub(r"^(part-\d+)-[0-9a-f-]{36}-c\d+", r"\1", p.name)
+        files[str(p.relative_to(dest).parent / name)] = hashlib.sha256(content(p, work)).hexdigest()
     (dest / "manifest.json").write_text(json.dumps(files, indent=1) + "\n")
     print(f"{len(files)} files recorded in {dest}")
 
