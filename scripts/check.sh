@@ -10,4 +10,4 @@ echo "== import layers"; lint-imports
 echo "== import cycles"; python scripts/import_cycles.py
 echo "== cargo fmt"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --release -- -D warnings
-echo "== docs"; mkdocs build --strict --quiet -d "$(mktemp -d)"
+echo "== docs"; NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet -d "$(mktemp -d)"
