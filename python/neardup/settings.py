@@ -14,6 +14,7 @@ are the field's.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable
@@ -185,9 +186,7 @@ class Settings:
         """(bands, rows) of the candidate stage: MinHash's pinned or recall-targeted LSH bands;
         SimHash's ``max_distance + 1`` tables of fingerprint blocks (a pair within
         max_distance bits agrees on at least one block: pigeonhole) and the widest block's bits."""
-        if self.method == "simhash":
-            return self.max_distance + 1, -(-64 // (self.max_distance + 1))
-        return choose_bands(self.threshold, self.num_perm, self.recall, self.bands, self.rows)
+        return _band_shape(self)
 
     @property
     def pass_bar(self) -> float:
@@ -237,6 +236,15 @@ class Settings:
     def help(cls, name: str) -> dict[str, Any]:
         """The command-line help of setting `name`: ``{"help": ..., "choices": ...}``."""
         return dict(next(f for f in fields(cls) if f.name == name).metadata)
+
+
+@functools.cache
+def _band_shape(s: Settings) -> tuple[int, int]:
+    """:meth:`Settings.band_shape`, worked out once per distinct settings (the recall-targeted
+    choice searches every (b, r): each holder asks for it often)."""
+    if s.method == "simhash":
+        return s.max_distance + 1, -(-64 // (s.max_distance + 1))
+    return choose_bands(s.threshold, s.num_perm, s.recall, s.bands, s.rows)
 
 
 def _bad(msg: str) -> None:

@@ -377,8 +377,8 @@ def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, c
     as JSONL under a misleading name."""
     import pyarrow.parquet as pq
 
-    from neardup.cli import index_admin as icli
     from neardup.cli import main
+    from neardup.index.export import write_clusters_parquet
 
     d = str(tmp_path / "ix")
     assert main(["index", "init", d]) == 0
@@ -390,8 +390,10 @@ def test_cli_export_writes_parquet_in_blocks_and_refuses_other_names(tmp_path, c
     assert main(["index", "export", d, "-o", str(tmp_path / "c.jsonl")]) == 0
     want = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert len(want) > 5
-    monkeypatch.setattr(icli, "EXPORT_BLOCK", 2)
-    assert main(["index", "export", d, "-o", str(tmp_path / "c.PARQUET")]) == 0
+    assert main(["index", "export", d, "-o", str(tmp_path / "whole.PARQUET")]) == 0
+    assert pq.ParquetFile(tmp_path / "whole.PARQUET").metadata.num_row_groups == 1
+    with Index.open(d) as ix:  # the command's writer, two clusters per row group
+        assert write_clusters_parquet(ix.clusters(), tmp_path / "c.PARQUET", block=2) == len(want)
     pf = pq.ParquetFile(tmp_path / "c.PARQUET")
     assert pf.metadata.num_row_groups == -(-len(want) // 2)
     got = pf.read().to_pylist()

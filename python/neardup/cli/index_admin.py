@@ -64,11 +64,6 @@ def stats(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: what `export -o` writes: JSONL, or Parquet a block of this many clusters at a time (an
-#: archive's clusters are never all in memory at once)
-EXPORT_BLOCK = 8192
-
-
 def export(a: argparse.Namespace) -> int:
     from neardup.index import Index
     from neardup.io.writers import atomic_open, dumps
@@ -94,37 +89,9 @@ def export(a: argparse.Namespace) -> int:
                 sys.stdout.write(dumps(r) + "\n")
                 n += 1
         elif kind == "parquet":
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+            from neardup.index.export import write_clusters_parquet
 
-            # ids as strings (an index may hold integer and string ids: one column type)
-            schema = pa.schema(
-                [
-                    ("cluster", pa.int64()),
-                    ("keeper", pa.string()),
-                    ("size", pa.int64()),
-                    (
-                        "members",
-                        pa.list_(
-                            pa.struct([("id", pa.string()), ("similarity", pa.float64()), ("match", pa.string())])
-                        ),
-                    ),
-                ]
-            )
-            with atomic_open(a.out, "wb") as f, pq.ParquetWriter(f, schema) as w:
-                block: list[dict] = []
-                for r in rows:
-                    r["keeper"] = str(r["keeper"])
-                    for m in r["members"]:
-                        m["id"] = str(m["id"])
-                    block.append(r)
-                    if len(block) == EXPORT_BLOCK:
-                        w.write_table(pa.Table.from_pylist(block, schema=schema))
-                        n += len(block)
-                        block = []
-                if block or n == 0:  # (an empty export is a file with the schema and no rows)
-                    w.write_table(pa.Table.from_pylist(block, schema=schema))
-                    n += len(block)
+            n = write_clusters_parquet(rows, a.out)
         else:
             with atomic_open(a.out) as f:
                 for r in rows:

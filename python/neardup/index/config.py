@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from neardup.errors import InvalidParameterError
@@ -76,18 +75,14 @@ class IndexConfig:
         own = {k: given.pop(k) for k in ("store_text", "signature_bits") if k in given}
         return cls(Settings(**given), **own)
 
-    @cached_property
-    def _shape(self) -> tuple[int, int]:
-        return self.settings.band_shape()
-
     @property
     def bands(self) -> int:
         """LSH bands (MinHash) or fingerprint block tables (SimHash)."""
-        return self._shape[0]
+        return self.settings.band_shape()[0]
 
     @property
     def rows(self) -> int:
-        return self._shape[1]
+        return self.settings.band_shape()[1]
 
     @property
     def pass_bar(self) -> float:

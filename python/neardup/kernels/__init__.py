@@ -42,7 +42,6 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -136,22 +135,16 @@ class KernelParams:
             settings = settings.replace(bands=bands, rows=rows)
         return cls(settings=settings, threads=threads)
 
-    @cached_property
-    def _shape(self) -> tuple[int, int]:
-        return self.settings.band_shape()
-
     @property
     def bands(self) -> int:
-        return self._shape[0]
+        """Band keys per document: the LSH bands, or SimHash's ``max_distance + 1`` blocks."""
+        return self.settings.band_shape()[0]
+
+    nkeys = bands
 
     @property
     def rows(self) -> int:
-        return self._shape[1]
-
-    @property
-    def nkeys(self) -> int:
-        """Band keys per document: the LSH bands, or SimHash's ``max_distance + 1`` blocks."""
-        return self._shape[0]
+        return self.settings.band_shape()[1]
 
     def shingler(self) -> Shingler:
         return self.settings.shingler()
