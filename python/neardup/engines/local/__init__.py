@@ -1,5 +1,6 @@
-"""The dedup pipeline: stages as small modules (options, candidates, verify, keepers, report,
-run) that the batch job, a persistent index and a Spark runner can reuse."""
+"""The local batch engine: ``neardup.dedup``, the batch job on one machine (run.py strings the
+engine-neutral stages of :mod:`neardup.stages` together; memory.py, store.py, reread.py,
+buckets.py and docs.py keep a large corpus within ``--memory-limit``)."""
 
 from __future__ import annotations
 
