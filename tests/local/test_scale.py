@@ -92,7 +92,7 @@ def test_collected_results_count_against_the_limit(corpus, tmp_path, accounting_
     actual = deep_size(loose.clusters) + deep_size(loose.pairs) + deep_size(loose.kept)
     check = [c for c in loose.report["memory"]["stage_shares"] if c["stage"] == "results"][0]
     assert actual <= check["needed_bytes"] <= 1.5 * actual  # an upper bound, not a wild one
-    limit = check["resident_bytes"] + check["needed_bytes"]
+    limit = memory.limit_for(check["resident_bytes"] + check["needed_bytes"])  # (the margin kept free on top)
     assert _answer(accounting_only(corpus, None, batch_size=16, memory_limit=limit)) == _answer(loose)
     with pytest.raises(MemoryLimitError, match=r"results stage .* collect=False"):
         accounting_only(corpus, None, batch_size=16, memory_limit=limit - 1)

@@ -76,14 +76,40 @@ def release_freed() -> None:
         pass
 
 
+#: What a run keeps free inside ``--memory-limit``, at most: the allocator's pools, the
+#: interpreter's and the page cache's part of the resident set vary by a few MiB from run to
+#: run, which the accounting cannot see (a run planned to the byte ended 1.3 MiB over an 86 MiB
+#: limit). Small limits keep :data:`LIMIT_MARGIN_SHARE` of themselves instead.
+LIMIT_MARGIN = 4 << 20
+LIMIT_MARGIN_SHARE = 0.02
+
+
+def limit_margin(limit: int) -> int:
+    """Bytes of `limit` the run keeps free (:data:`LIMIT_MARGIN`)."""
+    return min(LIMIT_MARGIN, int(limit * LIMIT_MARGIN_SHARE))
+
+
+def limit_for(need: int) -> int:
+    """The smallest ``--memory-limit`` whose planned part (the limit less its margin) holds
+    `need` bytes: the figure a refusal names."""
+    limit = need + LIMIT_MARGIN
+    if limit_margin(limit) < LIMIT_MARGIN:  # a small limit: its margin is a share of it
+        limit = int(need / (1 - LIMIT_MARGIN_SHARE))
+        while limit - limit_margin(limit) < need:
+            limit += 1
+    return limit
+
+
 class MemoryBudget:
-    """The limit, and what each stage may still use of it.
+    """The limit, and what each stage may still use of it: the run plans against the limit
+    less :func:`limit_margin` (``limit``; the limit asked for is ``asked``).
 
     `held` gives the known bytes of the long-lived tables (set by the run as they grow);
     `rss` reads the resident set (a parameter so that tests can run the accounting alone)."""
 
     def __init__(self, limit: int | None, rss: Callable[[], int] | None = None) -> None:
-        self.limit = limit
+        self.asked = limit
+        self.limit = None if limit is None else limit - limit_margin(limit)
         self._rss = rss if rss is not None else current_rss
         self.base = self._rss() if limit is not None else 0  # interpreter, imports, open inputs
         self.held: Callable[[], int] = lambda: 0
@@ -138,11 +164,16 @@ class MemoryBudget:
             )
         return free
 
+    def minimum_limit(self) -> int:
+        """The least ``--memory-limit`` this run needed so far (``minimum`` and the margin)."""
+        return limit_for(self.minimum)
+
     def fail(self, minimum: int, why: str) -> None:
-        assert self.limit is not None  # (called only under a limit)
+        assert self.asked is not None  # (called only under a limit)
         raise MemoryLimitError(
-            f"--memory-limit {mib(self.limit)} is too small for this input: {why}; it needs at least "
-            f"about {mib(minimum)} (the interpreter and imports take {mib(self.base)} of that)"
+            f"--memory-limit {mib(self.asked)} is too small for this input: {why}; it needs at least "
+            f"about {mib(limit_for(minimum))} (the interpreter and imports take {mib(self.base)} of that, "
+            f"and {mib(limit_margin(limit_for(minimum)))} is kept free for the allocator's noise)"
         )
 
 

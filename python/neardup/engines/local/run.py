@@ -897,7 +897,7 @@ def _report(
     """report.json, less the stages' figures and the files (_finish_report, _write)."""
     mem, memory, tally = run.mem, t.memory, run.tally
     # the least this run needed (with everything that can spill spilled), when it was limited
-    memory["minimum_bytes"] = mem.minimum if mem.limited else None
+    memory["minimum_bytes"] = mem.minimum_limit() if mem.limited else None
     if not run.keep_keys:  # a later stage may have spilled them (keys are freed after the candidates)
         memory["rows_spilled_to_disk"] = run.store.spilled
     return {
@@ -957,7 +957,7 @@ def _result(
             np.flatnonzero(kept_mask[: min(t.n, 256)]),
             int(kept_mask.sum()),
         )
-        report["memory"]["minimum_bytes"] = mem.minimum
+        report["memory"]["minimum_bytes"] = mem.minimum_limit()
     result = DedupResult(
         report=report,
         clusters=list(cluster_rows()),
