@@ -18,7 +18,7 @@ import functools
 import math
 import numbers
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from neardup.errors import InvalidParameterError
@@ -233,9 +233,17 @@ class Settings:
         return tuple(f.name for f in fields(cls))
 
     @classmethod
+    def field_of(cls, name: str) -> Field[Any]:
+        """The dataclass field of setting `name` (its default, type and command-line metadata)."""
+        for f in fields(cls):
+            if f.name == name:
+                return f
+        raise KeyError(f"no setting {name!r}")
+
+    @classmethod
     def help(cls, name: str) -> dict[str, Any]:
         """The command-line help of setting `name`: ``{"help": ..., "choices": ...}``."""
-        return dict(next(f for f in fields(cls) if f.name == name).metadata)
+        return dict(cls.field_of(name).metadata)
 
 
 @functools.cache

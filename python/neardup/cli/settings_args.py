@@ -38,13 +38,6 @@ def source_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
-def _field(name: str) -> dataclasses.Field:
-    for f in dataclasses.fields(Settings):
-        if f.name == name:
-            return f
-    raise KeyError(f"no setting {name!r}")
-
-
 def _type(f: dataclasses.Field) -> Any:
     """The argparse type of field `f`, from its annotation (``int | None`` -> int)."""
     if f.name == "prefer_source":
@@ -64,7 +57,7 @@ def add_settings(p: Any, names: Iterable[str] | None = None) -> None:
     """Add the flags of the settings `names` (default: all, in the fields' order) to the parser
     or argument group `p`: the field's type, default, help and choices."""
     for name in Settings.names() if names is None else names:
-        f = _field(name)
+        f = Settings.field_of(name)
         meta = f.metadata
         if f.default is dataclasses.MISSING:  # (a default_factory's value would be made here, once)
             raise TypeError(f"setting {name!r}: a command-line flag needs a plain default")
@@ -80,7 +73,7 @@ def add_expected(p: Any, names: Iterable[str]) -> None:
     """Add flags for settings that are checked, not set (``index add``): no default (None: not
     checked); the field's type, help and choices."""
     for name in names:
-        f = _field(name)
+        f = Settings.field_of(name)
         meta = f.metadata
         what = _WHAT.match(meta["help"]).group(0).strip()  # type: ignore[union-attr]
         kwargs: dict[str, Any] = {

@@ -32,7 +32,6 @@ CONFIG_KEYS = (
     "signature_bits",
     "max_distance",
 )
-_SETTING_KEYS = tuple(k for k in CONFIG_KEYS if k not in ("store_text", "signature_bits"))
 
 
 @dataclass(frozen=True)

@@ -145,27 +145,9 @@ class DedupOptions:
         """For report.json's ``options``: the fields, the settings and the run options."""
         from dataclasses import asdict
 
-        s = self.settings.as_dict()
-        d: dict[str, Any] = {"fields": asdict(self.fields)}
-        for name in (
-            "method",
-            "k",
-            "unit",
-            "num_perm",
-            "scheme",
-            "seed",
-            "threshold",
-            "recall",
-            "bands",
-            "rows",
-            "max_distance",
-            "verify",
-            "measure",
-            "prefer_source",
-        ):
-            d[name] = s[name]
-        d["on_error"] = self.on_error
-        d["max_chars"] = s["max_chars"]
+        s = self.settings.as_dict()  # (in the fields' order; max_chars after on_error, as ever)
+        max_chars = s.pop("max_chars")
+        d: dict[str, Any] = {"fields": asdict(self.fields), **s, "on_error": self.on_error, "max_chars": max_chars}
         for name in ("output_format", "batch_size", "threads", "memory_limit", "tmp_dir", "large_bucket"):
             d[name] = getattr(self, name)
         return d

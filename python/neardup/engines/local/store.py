@@ -16,9 +16,9 @@ from typing import IO
 
 import numpy as np
 
-from neardup.stages.spill import join_freeing, make_dir, private_dir, spill_error
+from neardup.stages.spill import join_freeing, make_dir, spill_error
 
-__all__ = ["RowStore", "join_freeing", "make_dir", "private_dir", "spill_error"]
+__all__ = ["RowStore"]
 
 
 #: Rows copied from a spill file's map between drops of its pages (RowStore.rows_at). A read
