@@ -76,3 +76,13 @@ def test_index_config_holds_the_settings(tmp_path):
         assert (s.threshold, s.prefer_source) == (0.7, ("agency",))
         assert (s.bands, s.rows) == Settings(threshold=0.7).band_shape()  # resolved when created
         assert ix.opts.settings is s  # the index's runs hold the same object
+
+
+@pytest.mark.parametrize("bad", [{"read_block_bytes": 0}, {"row_chunk": -1}, {"parquet_block": 1.5}])
+def test_batch_steps_are_checked_when_made(bad):
+    from neardup.stages.options import BatchSteps
+
+    with pytest.raises(InvalidParameterError, match=next(iter(bad))):
+        BatchSteps(**bad)
+    with pytest.raises(InvalidParameterError, match="steps must be a BatchSteps"):
+        neardup.dedup([{"id": "a", "text": "one two three"}], steps={"row_chunk": 7})
